@@ -1,0 +1,147 @@
+"""The deterministic, versioned text analyzer shared by every search backend.
+
+Pure module: no Django, no settings, no clock. The same function turns Memory text, Experience
+fields and queries into terms, so SQLite FTS5 and PostgreSQL full text agree on what matches.
+
+Version 1:
+- Unicode NFC, then case folding, then NFC again (folding can denormalize);
+- a *word* is a run of letters, digits, combining marks and ``_``; words longer than
+  ``MAX_TERM_CHARS`` are cut to that length;
+- CJK text (Han, Hiragana, Katakana, Hangul, Bopomofo) is indexed as single characters plus
+  adjacent pairs inside each CJK run, so Chinese/Japanese queries match without a dictionary;
+- each emoji / pictographic symbol (Unicode category So) is a term of its own;
+- everything else (punctuation, spaces, controls, joiners, variation selectors) separates terms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Iterable
+
+ANALYZER_VERSION = 1
+MAX_TERM_CHARS = 64
+MAX_QUERY_TERMS = 64
+
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x2E80, 0x2FDF),  # CJK radicals, Kangxi radicals
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3100, 0x312F),  # Bopomofo
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x31A0, 0x31FF),  # Bopomofo extended, Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xA960, 0xA97F),  # Hangul Jamo extended A
+    (0xAC00, 0xD7FF),  # Hangul syllables + Jamo extended B
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),  # half-width Katakana
+    (0x20000, 0x3134F),  # CJK extensions B..G
+)
+
+
+def _is_cjk(ch: str) -> bool:
+    cp = ord(ch)
+    for low, high in _CJK_RANGES:
+        if low <= cp <= high:
+            return True
+    return False
+
+
+def _kind(ch: str) -> str:
+    """Classify one character: 'c' CJK, 'w' word, 'm' combining mark, 's' symbol, '' separator."""
+    if _is_cjk(ch):
+        # Iteration marks and prolonged-sound marks are Lm inside the ranges: still CJK.
+        return "c" if unicodedata.category(ch)[0] in "LN" or ch in "\u3005\u30fc" else ""
+    if ch == "_":
+        return "w"
+    category = unicodedata.category(ch)
+    head = category[0]
+    if head in "LN":
+        return "w"
+    if head == "M":
+        return "m"
+    if category == "So":
+        return "s"
+    return ""
+
+
+def normalize(text: str) -> str:
+    """NFC, case-folded, NFC again: the canonical form every term is taken from."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+
+
+def analyze(text: str) -> list[str]:
+    """Return the terms of ``text`` in order of appearance (duplicates kept)."""
+    terms: list[str] = []
+    word: list[str] = []
+    cjk: list[str] = []
+
+    def flush_word() -> None:
+        if word:
+            terms.append("".join(word)[:MAX_TERM_CHARS])
+            word.clear()
+
+    def flush_cjk() -> None:
+        if cjk:
+            for index, ch in enumerate(cjk):
+                terms.append(ch)
+                if index + 1 < len(cjk):
+                    terms.append(ch + cjk[index + 1])
+            cjk.clear()
+
+    for ch in normalize(text):
+        kind = _kind(ch)
+        if kind == "w":
+            flush_cjk()
+            word.append(ch)
+        elif kind == "m":
+            # A combining mark belongs to the word it follows; alone it separates nothing.
+            if word:
+                word.append(ch)
+        elif kind == "c":
+            flush_word()
+            cjk.append(ch)
+        elif kind == "s":
+            flush_word()
+            flush_cjk()
+            terms.append(ch)
+        else:
+            flush_word()
+            flush_cjk()
+    flush_word()
+    flush_cjk()
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """Unique terms of a query, in order of first appearance, at most ``MAX_QUERY_TERMS``."""
+    seen: dict[str, None] = {}
+    for term in analyze(text):
+        if term not in seen:
+            seen[term] = None
+            if len(seen) >= MAX_QUERY_TERMS:
+                break
+    return list(seen)
+
+
+def searchable_text(parts: Iterable[str]) -> str:
+    """The deterministic searchable text of several fields: their terms joined by spaces."""
+    terms: list[str] = []
+    for part in parts:
+        terms.extend(analyze(part))
+    return " ".join(terms)
+
+
+def scope_key(scope_id: str) -> str:
+    """A short, stable, index-safe key for a scope (scope ids are case-sensitive)."""
+    return hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:16]
+
+
+def index_token(scope: str, term: str) -> str:
+    """An ASCII-alphanumeric index token for ``term`` in the scope with key ``scope``.
+
+    Both backends index these tokens verbatim, so no backend tokenizer can split, stem or
+    re-case a term, and every token lookup is already restricted to one scope.
+    """
+    return f"k{scope}x{term.encode('utf-8').hex()}"

@@ -1,0 +1,221 @@
+"""Authoritative tables of the core domain.
+
+Rows here are the only source of truth; search indexes are projections rebuilt from them.
+Invariants that the database can hold are declared as constraints, so a bug in a service cannot
+write an inconsistent row.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+SCOPE_MAX_LENGTH = 256
+ID_MAX_LENGTH = 128
+
+MEMORY_FAMILY = "memory"
+MEMORY_ARTIFACT_ID = "memory"
+
+
+class ScopeState(models.Model):
+    """Per-scope counters. One row per scope that has ever captured a Source."""
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, unique=True)
+    last_source_position = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"scope state #{self.pk}"
+
+
+class Source(models.Model):
+    """Captured evidence, idempotent by (scope, source_type, source_id). Never overwritten."""
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    source_type = models.CharField(max_length=64)
+    source_id = models.CharField(max_length=256)
+    content = models.TextField()
+    content_sha256 = models.CharField(max_length=64)
+    metadata = models.JSONField(null=True, blank=True)
+    position = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "source_type", "source_id"], name="source_identity_unique"
+            ),
+            models.UniqueConstraint(fields=["scope_id", "position"], name="source_position_unique"),
+            models.CheckConstraint(condition=Q(position__gte=1), name="source_position_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"source #{self.pk} ({self.source_type})"
+
+
+class Artifact(models.Model):
+    """An artifact's identity and its head: the current revision and lifecycle state.
+
+    The head moves only by compare-and-swap on ``current_revision`` (see services). For
+    Experience the head also carries the deterministic ``searchable_text`` that retrieval reads.
+    """
+
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        RETIRED = "retired"
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    family = models.CharField(max_length=ID_MAX_LENGTH)
+    artifact_id = models.CharField(max_length=ID_MAX_LENGTH)
+    current_revision = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    searchable_text = models.TextField(blank=True, default="")
+    analyzer_version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "family", "artifact_id"], name="artifact_identity_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["family", "scope_id"], name="artifact_family_scope")]
+
+    def __str__(self) -> str:
+        return f"{self.family}/{self.artifact_id}@{self.current_revision}"
+
+
+class ArtifactRevision(models.Model):
+    """One immutable revision of an artifact. Inserted once, never updated or deleted."""
+
+    artifact = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="revisions")
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    family = models.CharField(max_length=ID_MAX_LENGTH)
+    artifact_id = models.CharField(max_length=ID_MAX_LENGTH)
+    revision = models.PositiveIntegerField()
+    parent_revision = models.PositiveIntegerField(null=True, blank=True)
+    # Memory: {"changes": [...]} (the compact change list of this revision).
+    # Experience / Skill: the approved proposal fields.
+    content = models.JSONField(default=dict)
+    source_refs = models.JSONField(default=list)
+    artifact_refs = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["artifact", "revision"], name="artifact_revision_unique"),
+            models.CheckConstraint(condition=Q(revision__gte=1), name="artifact_revision_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["scope_id", "family", "artifact_id", "revision"], name="revision_lookup"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.family}/{self.artifact_id}@{self.revision}"
+
+
+class MemoryEntry(models.Model):
+    """A Memory entry's identity within a scope (its versions hold the content)."""
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    entry_id = models.CharField(max_length=ID_MAX_LENGTH)
+    created_revision = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "memory entries"
+        constraints = [
+            models.UniqueConstraint(fields=["scope_id", "entry_id"], name="memory_entry_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory entry #{self.pk}"
+
+
+class MemoryEntryVersion(models.Model):
+    """One immutable version of a Memory entry's content. Inserted once, never updated."""
+
+    entry = models.ForeignKey(MemoryEntry, on_delete=models.PROTECT, related_name="versions")
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    entry_version_id = models.CharField(max_length=ID_MAX_LENGTH)
+    version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=ID_MAX_LENGTH)
+    text = models.TextField()
+    reason = models.TextField(null=True, blank=True)
+    source_refs = models.JSONField(default=list)
+    artifact_refs = models.JSONField(default=list)
+    created_revision = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "entry_version_id"], name="memory_entry_version_unique"
+            ),
+            models.UniqueConstraint(fields=["entry", "version"], name="memory_entry_version_number"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory entry version #{self.pk}"
+
+
+class MemoryMembership(models.Model):
+    """Which entry version was in which Memory revisions, as a half-open interval.
+
+    A version with state ``state`` belongs to every revision R of its scope's Memory with
+    ``from_revision <= R`` and (``to_revision`` is null or ``R < to_revision``). A write closes
+    the intervals it changes and opens new ones, so it costs O(changed entries); the set of
+    versions in any revision R stays answerable, which is what exact citations need.
+    """
+
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        INACTIVE = "inactive"
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    entry = models.ForeignKey(MemoryEntry, on_delete=models.PROTECT, related_name="memberships")
+    entry_version = models.ForeignKey(
+        MemoryEntryVersion, on_delete=models.PROTECT, related_name="memberships"
+    )
+    state = models.CharField(max_length=16, choices=State.choices)
+    from_revision = models.PositiveIntegerField()
+    to_revision = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # At most one open interval per entry: the head holds one version of each entry.
+            models.UniqueConstraint(
+                fields=["entry"], condition=Q(to_revision__isnull=True), name="membership_one_open"
+            ),
+            models.CheckConstraint(
+                condition=Q(to_revision__isnull=True) | Q(to_revision__gt=models.F("from_revision")),
+                name="membership_interval_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["scope_id", "to_revision", "entry"], name="membership_head"),
+            models.Index(fields=["entry_version", "from_revision"], name="membership_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"membership #{self.pk}"
+
+
+class ApiToken(models.Model):
+    """A bearer token bound to a user. Only its SHA-256 digest is stored."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=128, blank=True, default="")
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"token {self.prefix}… of user #{self.user_id}"
