@@ -89,7 +89,7 @@ class Artifact(models.Model):
 class ArtifactRevision(models.Model):
     """One immutable revision of an artifact. Inserted once, never updated or deleted."""
 
-    artifact = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="revisions")
+    head = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="revisions")
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     family = models.CharField(max_length=ID_MAX_LENGTH)
     artifact_id = models.CharField(max_length=ID_MAX_LENGTH)
@@ -107,7 +107,7 @@ class ArtifactRevision(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["artifact", "revision"], name="artifact_revision_unique"),
+            models.UniqueConstraint(fields=["head", "revision"], name="artifact_revision_unique"),
             models.CheckConstraint(condition=Q(revision__gte=1), name="artifact_revision_positive"),
         ]
         indexes = [
@@ -145,6 +145,8 @@ class MemoryEntryVersion(models.Model):
     version = models.PositiveIntegerField()
     kind = models.CharField(max_length=ID_MAX_LENGTH)
     text = models.TextField()
+    # sha256 of kind + NUL + text: finds a duplicate of an active entry without scanning text.
+    content_sha256 = models.CharField(max_length=64)
     reason = models.TextField(null=True, blank=True)
     source_refs = models.JSONField(default=list)
     artifact_refs = models.JSONField(default=list)
@@ -152,6 +154,7 @@ class MemoryEntryVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        indexes = [models.Index(fields=["scope_id", "content_sha256"], name="memory_version_content")]
         constraints = [
             models.UniqueConstraint(
                 fields=["scope_id", "entry_version_id"], name="memory_entry_version_unique"
@@ -219,3 +222,23 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"token {self.prefix}… of user #{self.user_id}"
+
+
+class MemorySearchDocument(models.Model):
+    """Derived search row for one *active* membership of a scope's current Memory head.
+
+    A projection, never an authority: rebuilt from memberships at any time. ``terms`` holds the
+    analyzed, scope-keyed index tokens in the backend's format (space-separated tokens on SQLite,
+    feeding an external-content FTS5 table through triggers; a ``tsvector`` literal with positions
+    on PostgreSQL, feeding a generated ``tsvector`` column with a GIN index). The vendor-specific
+    parts are created by migration 0002.
+    """
+
+    membership = models.OneToOneField(
+        MemoryMembership, on_delete=models.CASCADE, primary_key=True, related_name="search_document"
+    )
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
+    terms = models.TextField()
+
+    def __str__(self) -> str:
+        return f"memory search document #{self.pk}"

@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class ContextApiConfig(AppConfig):
+    name = "context_api"

@@ -1,0 +1,44 @@
+"""Bearer-token authentication for the /v1 API."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.conf import settings
+
+from powercontext.exceptions import Unauthorized
+from powercontext.models import ApiToken
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    return f"pct_{secrets.token_urlsafe(32)}"
+
+
+def authenticate(request: Any) -> ApiToken | None:
+    """Return the request's valid token, or None when none was sent and none is required.
+
+    A malformed or unknown token is always 401, whatever the deployment requires.
+    """
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header:
+        if settings.POWERCONTEXT_REQUIRE_TOKEN:
+            raise Unauthorized()
+        return None
+    scheme, _, value = header.partition(" ")
+    value = value.strip()
+    if scheme.lower() != "bearer" or not value:
+        raise Unauthorized()
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(digest=token_digest(value), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        raise Unauthorized()
+    return token

@@ -1,0 +1,41 @@
+"""Request correlation: every response carries ``X-PowerContext-Request-ID``."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
+logger = logging.getLogger("powercontext.access")
+
+
+class RequestIdMiddleware:
+    """Generate an opaque 16-hex request id, expose it, and log one privacy-safe access line.
+
+    The access line holds the method, the route *name* (never the path's query string or
+    body), the status and the latency: no scope, query, snippet or entry id can reach it.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = secrets.token_hex(8)
+        request.powercontext_request_id = request_id  # type: ignore[attr-defined]
+        started = time.perf_counter()
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        match = getattr(request, "resolver_match", None)
+        route = match.url_name if match is not None and match.url_name else "unresolved"
+        logger.info(
+            "request method=%s route=%s status=%s duration_ms=%.1f",
+            request.method,
+            route,
+            response.status_code,
+            (time.perf_counter() - started) * 1000,
+        )
+        return response

@@ -1,0 +1,247 @@
+"""Strict request parsing and validation for the /v1 API.
+
+The contract is JSON Schema with closed objects: no coercion (``"5"`` is not 5, ``5`` is not
+``"5"``, ``true`` is not 1), unknown fields are errors, and every failure is a ``422
+invalid_request`` with ``details.errors`` listing ``{loc, msg, type}``. Messages never echo the
+rejected value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import serializers
+
+from powercontext.exceptions import InvalidRequest
+
+NON_BLANK = re.compile(r"\S")
+ID128 = re.compile(r"[\x21-\x7E]+")
+TRIMMED = re.compile(r"\S(?:.*\S)?", re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError("non-finite number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError("duplicate key")
+        result[key] = value
+    return result
+
+
+def _check_strings(value: Any, loc: list[str | int]) -> None:
+    """Reject NUL and unpaired surrogates anywhere: no backend can store them faithfully."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise _single_error(loc, "Strings must not contain NUL (U+0000).", "string_nul")
+        if _SURROGATE.search(value):
+            raise _single_error(loc, "Strings must be valid Unicode (no unpaired surrogates).", "string_unicode")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, loc)
+            _check_strings(item, [*loc, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_strings(item, [*loc, index])
+
+
+def _single_error(loc: list[str | int], msg: str, kind: str) -> InvalidRequest:
+    return InvalidRequest(details={"errors": [{"loc": ["body", *loc], "msg": msg, "type": kind}]})
+
+
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """Decode a request body as one strict JSON object (UTF-8, no NaN, no duplicate keys)."""
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError):
+        raise _single_error([], "The body must be one valid JSON object.", "json_invalid") from None
+    if not isinstance(data, dict):
+        raise _single_error([], "The body must be a JSON object.", "object_type")
+    _check_strings(data, [])
+    return data
+
+
+def read_body(request: Any) -> bytes:
+    try:
+        return bytes(request.body)
+    except RequestDataTooBig:
+        raise _single_error([], "The request body is too large.", "body_too_large") from None
+
+
+# --- strict fields ---------------------------------------------------------------------------
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string; lengths count characters; optional pattern (search or fullmatch)."""
+
+    default_error_messages = {
+        "invalid": "Must be a string.",
+        "blank": "Must not be empty.",
+        "pattern": "Does not match the required pattern.",
+    }
+
+    def __init__(self, *, pattern: re.Pattern[str] | None = None, full: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("allow_blank", False)
+        self.pattern = pattern
+        self.full = full
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if self.pattern is not None and data != "":
+            matched = self.pattern.fullmatch(data) if self.full else self.pattern.search(data)
+            if matched is None:
+                self.fail("pattern")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "Must be a boolean."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    default_error_messages = {"invalid_choice": "Is not one of the allowed values."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str) or data not in self.choices:
+            self.fail("invalid_choice")
+        return data
+
+
+class StrictObjectField(serializers.Field):
+    """A free-form JSON object (or null when allowed)."""
+
+    default_error_messages = {"invalid": "Must be a JSON object."}
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class StrictSerializer(serializers.Serializer):
+    """A closed object: the input must be a dict and unknown keys are errors."""
+
+    default_error_messages = {"invalid": "Must be a JSON object."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["Must be a JSON object."]})
+        unknown = sorted(set(data) - set(self.fields))
+        errors: dict[str, Any] = {}
+        if unknown:
+            for key in unknown:
+                errors[key] = ["Unknown field."]
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            errors.update(detail)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+def scope_field() -> StrictCharField:
+    return StrictCharField(min_length=1, max_length=256, pattern=NON_BLANK)
+
+
+def id128_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(min_length=1, max_length=128, pattern=ID128, full=True, **kwargs)
+
+
+class ArtifactReferenceSerializer(StrictSerializer):
+    family = id128_field()
+    artifact_id = id128_field()
+    revision = StrictIntegerField(min_value=1)
+
+
+class MemoryCitationSerializer(StrictSerializer):
+    memory_ref = ArtifactReferenceSerializer()
+    entry_id = id128_field()
+    entry_version_id = id128_field()
+
+
+def _flatten(detail: Any, loc: list[str | int]) -> list[dict[str, Any]]:
+    if isinstance(detail, dict):
+        out: list[dict[str, Any]] = []
+        for key, value in detail.items():
+            out.extend(_flatten(value, loc if key == "non_field_errors" else [*loc, key]))
+        return out
+    if isinstance(detail, list):
+        if all(isinstance(item, str) for item in detail):
+            return [
+                {"loc": ["body", *loc], "msg": str(item), "type": getattr(item, "code", None) or "invalid"}
+                for item in detail
+            ]
+        out = []
+        for index, item in enumerate(detail):
+            out.extend(_flatten(item, [*loc, index]))
+        return out
+    return [{"loc": ["body", *loc], "msg": str(detail), "type": getattr(detail, "code", None) or "invalid"}]
+
+
+def validate(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise InvalidRequest(details={"errors": _flatten(serializer.errors, [])})
+    return dict(serializer.validated_data)
+
+
+def field_error(loc: list[str | int], msg: str, kind: str = "value_error") -> InvalidRequest:
+    return _single_error(loc, msg, kind)
+
+
+def normalize_text(value: str) -> str:
+    return unicodedata.normalize("NFC", value).strip()
+
+
+def normalized(
+    value: str | None, loc: str, *, max_bytes: int | None = None, max_chars: int | None = None,
+    blank_to_none: bool = False,
+) -> str | None:
+    """NFC + strip a field; blank is an error (or None when ``blank_to_none``)."""
+    if value is None:
+        return None
+    result = normalize_text(value)
+    if not result:
+        if blank_to_none:
+            return None
+        raise field_error([loc], "Must contain a non-whitespace character.", "string_blank")
+    if max_bytes is not None and len(result.encode("utf-8")) > max_bytes:
+        raise field_error([loc], f"Must not exceed {max_bytes} UTF-8 bytes after normalization.", "string_too_long")
+    if max_chars is not None and len(result) > max_chars:
+        raise field_error([loc], f"Must not exceed {max_chars} characters after normalization.", "string_too_long")
+    return result
+
+
+Check = Callable[[dict[str, Any]], None]

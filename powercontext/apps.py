@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PowerContextConfig(AppConfig):
+    name = "powercontext"
+    verbose_name = "PowerContext core"

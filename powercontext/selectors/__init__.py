@@ -1,0 +1,1 @@
+"""Reads used by views and the application layer."""

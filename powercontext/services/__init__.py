@@ -1,0 +1,1 @@
+"""Write services of the core domain. Every public function here is one transaction."""

@@ -1,0 +1,269 @@
+"""Memory writes: remember, revise, retire.
+
+Memory is one Artifact per scope (family ``memory``, artifact id ``memory``). Each write is one
+transaction that locks the scope's Memory head, creates exactly one new Memory revision, and
+touches only the entries it changes: it closes and opens membership intervals, inserts immutable
+entry versions, records the change list on the revision, maintains the search index, and moves
+the head by compare-and-swap. Nothing here copies the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import F
+
+from powercontext import search
+from powercontext.exceptions import InvariantFailure, MemoryEntryInactive, MemoryNotFound, RevisionConflict
+from powercontext.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    ArtifactRevision,
+    MemoryEntry,
+    MemoryEntryVersion,
+    MemoryMembership,
+)
+from powercontext.selectors.memory import EntryView, entry_view
+
+
+@dataclass(frozen=True)
+class Citation:
+    family: str
+    artifact_id: str
+    revision: int
+    entry_id: str
+    entry_version_id: str
+
+
+@dataclass(frozen=True)
+class MemoryMutation:
+    """The head after a write and the entry it wrote (None: the write was a no-op)."""
+
+    revision: int
+    entry: EntryView | None
+
+
+def content_digest(kind: str, text: str) -> str:
+    return hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest()
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _lock_head(scope_id: str, *, create: bool) -> Artifact | None:
+    """Lock the scope's Memory head row for the rest of the transaction (creating it if asked).
+
+    On PostgreSQL the row lock serializes writers of one scope; on SQLite the IMMEDIATE
+    transaction already holds the database write lock.
+    """
+    heads = Artifact.objects.select_for_update().filter(
+        scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID
+    )
+    head = heads.first()
+    if head is None and create:
+        Artifact.objects.bulk_create(
+            [Artifact(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)],
+            ignore_conflicts=True,
+        )
+        head = heads.first()
+    return head
+
+
+def _commit_revision(head: Artifact, changes: list[dict[str, str | None]]) -> int:
+    """Write the next immutable Memory revision and move the head to it by compare-and-swap."""
+    current = head.current_revision
+    new = current + 1
+    moved = Artifact.objects.filter(pk=head.pk, current_revision=current).update(
+        current_revision=F("current_revision") + 1
+    )
+    if moved != 1:
+        raise RevisionConflict(details={"expected_revision": current})
+    ArtifactRevision.objects.create(
+        head=head,
+        scope_id=head.scope_id,
+        family=MEMORY_FAMILY,
+        artifact_id=MEMORY_ARTIFACT_ID,
+        revision=new,
+        parent_revision=current or None,
+        content={"changes": changes},
+    )
+    return new
+
+
+def _change(op: str, entry_id: str, before: str | None, after: str | None, reason: str | None) -> dict[str, str | None]:
+    return {
+        "op": op,
+        "entry_id": entry_id,
+        "from_entry_version_id": before,
+        "to_entry_version_id": after,
+        "reason": reason,
+    }
+
+
+@transaction.atomic(durable=True)
+def memory_remember(
+    *, scope_id: str, kind: str, text: str, reason: str | None = None, expected_revision: int | None = None
+) -> MemoryMutation:
+    """Add one entry as the next Memory revision of the scope.
+
+    ``text`` must already be normalized (NFC, stripped, non-blank, <= 8192 UTF-8 bytes).
+    Raises ``RevisionConflict`` when ``expected_revision`` is given and is not the current head
+    revision (0 heads: any expected revision conflicts).
+    """
+    head = _lock_head(scope_id, create=True)
+    if head is None:  # pragma: no cover - the insert above guarantees the row
+        raise InvariantFailure()
+    if expected_revision is not None and expected_revision != head.current_revision:
+        raise RevisionConflict(
+            details={"expected_revision": expected_revision, "current_revision": head.current_revision}
+        )
+    digest = content_digest(kind, text)
+    duplicate = MemoryMembership.objects.filter(
+        scope_id=scope_id,
+        to_revision__isnull=True,
+        state=MemoryMembership.State.ACTIVE,
+        entry_version__scope_id=scope_id,
+        entry_version__content_sha256=digest,
+    ).exists()
+    if duplicate:
+        # Remembering what the head already holds is a successful no-op: no revision, no entry.
+        return MemoryMutation(revision=head.current_revision, entry=None)
+    new = head.current_revision + 1
+    entry = MemoryEntry.objects.create(scope_id=scope_id, entry_id=_new_id("mem_ent"), created_revision=new)
+    version = MemoryEntryVersion.objects.create(
+        entry=entry,
+        scope_id=scope_id,
+        entry_version_id=_new_id("mem_ver"),
+        version=1,
+        kind=kind,
+        text=text,
+        content_sha256=digest,
+        reason=reason,
+        created_revision=new,
+    )
+    membership = MemoryMembership.objects.create(
+        scope_id=scope_id, entry=entry, entry_version=version, state=MemoryMembership.State.ACTIVE, from_revision=new
+    )
+    search.index_memberships([(membership, text)])
+    committed = _commit_revision(head, [_change("add", entry.entry_id, None, version.entry_version_id, reason)])
+    return MemoryMutation(revision=committed, entry=entry_view(membership, version, entry, committed))
+
+
+def _locked_membership(scope_id: str, citation: Citation) -> tuple[Artifact, MemoryMembership]:
+    """Resolve a citation that must name the current head, under the head lock."""
+    if citation.family != MEMORY_FAMILY or citation.artifact_id != MEMORY_ARTIFACT_ID:
+        raise MemoryNotFound()
+    head = _lock_head(scope_id, create=False)
+    if head is None or head.current_revision == 0:
+        raise MemoryNotFound()
+    if citation.revision != head.current_revision:
+        raise RevisionConflict(
+            details={"expected_revision": citation.revision, "current_revision": head.current_revision}
+        )
+    membership = (
+        MemoryMembership.objects.select_related("entry", "entry_version")
+        .filter(
+            scope_id=scope_id,
+            to_revision__isnull=True,
+            entry__entry_id=citation.entry_id,
+            entry_version__entry_version_id=citation.entry_version_id,
+        )
+        .first()
+    )
+    if membership is None:
+        raise MemoryNotFound()
+    return head, membership
+
+
+def _close(membership: MemoryMembership, revision: int) -> None:
+    closed = MemoryMembership.objects.filter(pk=membership.pk, to_revision__isnull=True).update(to_revision=revision)
+    if closed != 1:  # the head lock makes this impossible; never write past a broken invariant
+        raise InvariantFailure()
+
+
+@transaction.atomic(durable=True)
+def memory_revise(*, scope_id: str, citation: Citation, kind: str, text: str, reason: str | None = None) -> MemoryMutation:
+    """Replace an active entry's content with a new immutable version in a new revision.
+
+    Raises ``MemoryNotFound`` (no Memory, or the entry version is not in the head),
+    ``RevisionConflict`` (the citation names another revision than the head),
+    ``MemoryEntryInactive`` (the entry is retired). Identical content is a no-op.
+    """
+    head, membership = _locked_membership(scope_id, citation)
+    if membership.state != MemoryMembership.State.ACTIVE:
+        raise MemoryEntryInactive()
+    previous = membership.entry_version
+    digest = content_digest(kind, text)
+    if previous.content_sha256 == digest:
+        # Same content: nothing changes, the head stays where it is.
+        return MemoryMutation(
+            revision=head.current_revision,
+            entry=entry_view(membership, previous, membership.entry, head.current_revision),
+        )
+    new = head.current_revision + 1
+    version = MemoryEntryVersion.objects.create(
+        entry=membership.entry,
+        scope_id=scope_id,
+        entry_version_id=_new_id("mem_ver"),
+        version=previous.version + 1,
+        kind=kind,
+        text=text,
+        content_sha256=digest,
+        reason=reason,
+        source_refs=previous.source_refs,
+        artifact_refs=previous.artifact_refs,
+        created_revision=new,
+    )
+    search.unindex_memberships([membership.pk])
+    _close(membership, new)
+    opened = MemoryMembership.objects.create(
+        scope_id=scope_id,
+        entry=membership.entry,
+        entry_version=version,
+        state=MemoryMembership.State.ACTIVE,
+        from_revision=new,
+    )
+    search.index_memberships([(opened, text)])
+    committed = _commit_revision(
+        head,
+        [_change("revise", membership.entry.entry_id, previous.entry_version_id, version.entry_version_id, reason)],
+    )
+    return MemoryMutation(revision=committed, entry=entry_view(opened, version, membership.entry, committed))
+
+
+@transaction.atomic(durable=True)
+def memory_retire(*, scope_id: str, citation: Citation, reason: str | None = None) -> MemoryMutation:
+    """Deactivate an active entry in a new revision; its versions and history stay readable.
+
+    The entry keeps its current version, now with state ``inactive`` from the new revision on;
+    retiring an inactive entry changes nothing. Raises like ``memory_revise`` (but never
+    ``MemoryEntryInactive``).
+    """
+    head, membership = _locked_membership(scope_id, citation)
+    version = membership.entry_version
+    if membership.state != MemoryMembership.State.ACTIVE:
+        # Retiring a retired entry is a successful no-op.
+        return MemoryMutation(
+            revision=head.current_revision,
+            entry=entry_view(membership, version, membership.entry, head.current_revision),
+        )
+    new = head.current_revision + 1
+    search.unindex_memberships([membership.pk])
+    _close(membership, new)
+    opened = MemoryMembership.objects.create(
+        scope_id=scope_id,
+        entry=membership.entry,
+        entry_version=version,
+        state=MemoryMembership.State.INACTIVE,
+        from_revision=new,
+    )
+    committed = _commit_revision(
+        head,
+        [_change("deactivate", membership.entry.entry_id, version.entry_version_id, None, reason)],
+    )
+    return MemoryMutation(revision=committed, entry=entry_view(opened, version, membership.entry, committed))

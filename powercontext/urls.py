@@ -1,0 +1,24 @@
+"""URL routes. /v1 is the public API (context_api); /review is the Review Inbox; /admin audits."""
+
+from django.contrib import admin
+from django.urls import path
+
+from context_api import apis
+
+handler404 = "context_api.errors.json_not_found"
+handler500 = "context_api.errors.json_server_error"
+
+urlpatterns = [
+    path("health/live", apis.LivenessApi.as_view(), name="get_liveness"),
+    path("health/ready", apis.ReadinessApi.as_view(), name="get_readiness"),
+    path("v1/capabilities", apis.CapabilitiesApi.as_view(), name="get_capabilities"),
+    path("v1/sources/content", apis.CaptureContentSourceApi.as_view(), name="capture_content_source"),
+    path("v1/memory/remember", apis.RememberMemoryApi.as_view(), name="remember_memory"),
+    path("v1/memory/search", apis.SearchMemoryApi.as_view(), name="search_memory"),
+    path("v1/memory/entries/list", apis.ListMemoryEntriesApi.as_view(), name="list_memory_entries"),
+    path("v1/memory/entries/get", apis.GetMemoryEntryApi.as_view(), name="get_memory_entry"),
+    path("v1/memory/entries/revise", apis.ReviseMemoryEntryApi.as_view(), name="revise_memory_entry"),
+    path("v1/memory/entries/retire", apis.RetireMemoryEntryApi.as_view(), name="retire_memory_entry"),
+    path("v1/memory/changes", apis.ListMemoryChangesApi.as_view(), name="list_memory_changes"),
+    path("admin/", admin.site.urls),
+]
