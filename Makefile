@@ -25,7 +25,7 @@ run: $(STAMP) ## Migrate and serve on 127.0.0.1:8000 (SQLite, Celery eager unles
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(STAMP) ## Run the whole test suite (DATABASE_URL picks the database; default SQLite)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	PY=$(PY) scripts/test.sh $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint and check formatting
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,43 @@
+"""Rebuild (and optionally verify) the derived search index from authoritative rows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from powercontext import search
+
+
+class Command(BaseCommand):
+    help = (
+        "Rebuild the full-text index from authoritative Memory rows (all scopes, or --scope). "
+        "With --verify-only, report drift without writing; add --repair to rebuild drifted scopes."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--scope", dest="scope_id", help="rebuild one scope only (case-sensitive)")
+        parser.add_argument("--verify-only", action="store_true", help="compare only; write nothing")
+        parser.add_argument("--repair", action="store_true", help="with --verify-only: rebuild what drifted")
+        parser.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        scope_id = options["scope_id"]
+        if scope_id is not None and not scope_id.strip():
+            raise CommandError("--scope must not be blank")
+        if options["verify_only"]:
+            report = search.verify_memory_index(scope_id=scope_id, repair=options["repair"])
+            self.stdout.write(json.dumps(report.as_dict(), sort_keys=True))
+            if not report.ok and not report.repaired:
+                raise CommandError("the search index has drifted; run again with --repair")
+            return
+        if options["repair"]:
+            raise CommandError("--repair goes with --verify-only (a rebuild always repairs)")
+        total = search.count_expected(scope_id)
+        with tqdm(
+            total=total, unit="rows", desc="rebuild", disable=options["no_progress"], file=self.stderr._out
+        ) as bar:
+            written = search.rebuild_memory_index(scope_id=scope_id, progress=bar.update)
+        self.stdout.write(f"rebuilt {written} index rows")

@@ -1,0 +1,157 @@
+"""The derived index: incremental maintenance, rebuild, verify, repair, the command and tasks."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from powercontext import search, tasks
+from powercontext.models import MemorySearchDocument
+from powercontext.selectors.memory import memory_search
+from powercontext.services import memory as memory_services
+from tests.powercontext.factories import citation_of, make_memory
+
+QUERIES = ["deploy database", "迁移", "🚀", "cafe\u0301", "tests", "note 7", "rollback plan"]
+
+
+def seed_history() -> None:
+    """Two scopes with adds, revisions and retirements: a realistic index to rebuild."""
+    texts = [
+        "deploy the database migration before the app",
+        "数据库迁移需要先备份",
+        "ship it 🚀 after the tests pass",
+        "the café runs integration tests",
+        "rollback plan: restore the snapshot",
+    ]
+    for scope in ("alpha", "Alpha"):
+        mutations = [make_memory(scope, f"{text} ({scope})") for text in texts]
+        mutations += [make_memory(scope, f"note {i} about tests") for i in range(12)]
+        head = mutations[-1].revision
+        revised = memory_services.memory_revise(
+            scope_id=scope,
+            citation=citation_of(mutations[0], at=head),
+            kind="note",
+            text=f"deploy the database carefully ({scope})",
+        )
+        memory_services.memory_retire(scope_id=scope, citation=citation_of(mutations[2], at=revised.revision))
+
+
+def snapshot() -> dict[tuple[str, str], list[tuple[int, str, str, float]]]:
+    results = {}
+    for scope in ("alpha", "Alpha"):
+        for query in QUERIES:
+            found = memory_search(scope_id=scope, query=query, limit=50)
+            results[(scope, query)] = [(h.revision, h.entry_id, h.entry_version_id, round(h.score, 9)) for h in found.hits]
+    return results
+
+
+@pytest.mark.django_db
+def test_a_rebuild_from_scratch_gives_the_same_results_as_the_incremental_index() -> None:
+    seed_history()
+    before = snapshot()
+    assert any(before.values())
+
+    MemorySearchDocument.objects.all().delete()
+    assert all(not hits for hits in snapshot().values())
+    written = search.rebuild_memory_index()
+
+    assert written == search.count_expected()
+    assert snapshot() == before
+    assert search.verify_memory_index().ok
+
+
+@pytest.mark.django_db
+def test_the_index_holds_exactly_the_active_head_entries() -> None:
+    seed_history()
+    report = search.verify_memory_index()
+    assert report.ok, report.as_dict()
+    # 17 remembered, one revised (still one row), one retired: 16 rows per scope.
+    assert report.checked == 32
+    assert MemorySearchDocument.objects.filter(scope_id="alpha").count() == 16
+
+
+@pytest.mark.django_db
+def test_verify_detects_a_corrupted_row_and_repair_restores_it() -> None:
+    seed_history()
+    before = snapshot()
+    victim = MemorySearchDocument.objects.filter(scope_id="alpha").order_by("pk").first()
+    MemorySearchDocument.objects.filter(pk=victim.pk).update(terms=search.backend().document_terms("alpha", "garbage words"))
+
+    report = search.verify_memory_index()
+    assert not report.ok
+    assert report.mismatched == 1 and report.missing == 0 and report.extra == 0
+
+    repaired = search.verify_memory_index(repair=True)
+    assert repaired.repaired
+    assert search.verify_memory_index().ok
+    assert snapshot() == before
+
+
+@pytest.mark.django_db
+def test_verify_detects_missing_and_extra_rows() -> None:
+    seed_history()
+    MemorySearchDocument.objects.filter(scope_id="Alpha").order_by("pk").first().delete()
+    report = search.verify_memory_index(scope_id="Alpha")
+    assert (report.missing, report.extra) == (1, 0)
+    # Scope filtering: the other scope is untouched and clean.
+    assert search.verify_memory_index(scope_id="alpha").ok
+
+
+@pytest.mark.django_db
+def test_verify_detects_engine_level_corruption_on_sqlite() -> None:
+    if connection.vendor != "sqlite":
+        # PostgreSQL derives the tsvector with a generated column: it cannot drift.
+        assert search.backend().engine_problems() == []
+        return
+    seed_history()
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO memory_fts(rowid, terms) VALUES (999999, 'kbogus')")
+    report = search.verify_memory_index()
+    assert report.engine and not report.ok
+    search.verify_memory_index(repair=True)
+    assert search.verify_memory_index().ok
+
+
+@pytest.mark.django_db
+def test_the_command_rebuilds_one_scope_and_reports() -> None:
+    seed_history()
+    MemorySearchDocument.objects.all().delete()
+    out, err = io.StringIO(), io.StringIO()
+    call_command("rebuild_search_index", "--scope", "alpha", stdout=out, stderr=err)
+    assert "rebuilt 16 index rows" in out.getvalue()
+    assert MemorySearchDocument.objects.filter(scope_id="alpha").count() == 16
+    assert MemorySearchDocument.objects.filter(scope_id="Alpha").count() == 0
+
+
+@pytest.mark.django_db
+def test_the_command_verify_only_fails_on_drift_and_repairs_on_request() -> None:
+    seed_history()
+    MemorySearchDocument.objects.filter(scope_id="alpha").delete()
+    with pytest.raises(CommandError):
+        call_command("rebuild_search_index", "--verify-only", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("rebuild_search_index", "--verify-only", "--repair", stdout=out)
+    assert json.loads(out.getvalue())["repaired"] is True
+    out = io.StringIO()
+    call_command("rebuild_search_index", "--verify-only", stdout=out)
+    assert json.loads(out.getvalue())["ok"] is True
+
+
+@pytest.mark.django_db
+def test_the_tasks_rebuild_and_verify_in_eager_mode() -> None:
+    seed_history()
+    MemorySearchDocument.objects.all().delete()
+    assert tasks.verify_search_index.delay().get()["missing"] == 32
+    assert tasks.rebuild_search_index.delay().get() == {"rebuilt_rows": 32}
+    assert tasks.verify_search_index.delay().get()["ok"] is True
+
+
+@pytest.mark.django_db
+def test_task_results_carry_no_scope_ids_or_text() -> None:
+    seed_history()
+    report = tasks.verify_search_index.delay(scope_id="alpha").get()
+    assert "alpha" not in json.dumps(report)
