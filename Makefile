@@ -38,4 +38,4 @@ worker: $(STAMP) ## Run a Celery worker (needs CELERY_BROKER_URL)
 	$(VENV)/bin/celery -A powercontext worker -l INFO
 
 bench: $(STAMP) ## Run the benchmarks (see README "Benchmarks")
-	$(PY) manage.py bench $(BENCH_ARGS)
+	PY=$(PY) scripts/bench.sh $(BENCH_ARGS)

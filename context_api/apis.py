@@ -12,6 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from context_api import render
+from context_api.application import PrepareRequest, ScopedContextApplication
+from context_api.builder import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES, SCHEMA
 from context_api.auth import authenticate
 from context_api.validation import (
     NON_BLANK,
@@ -149,7 +151,7 @@ class CapabilitiesApi(APIView):
                 "external_skill_registry": False,
                 "handoff_generation": False,
                 "search_modes": list(SUPPORTED_SEARCH_MODES),
-                "context_versions": ["powercontext.prepared-context.v1"],
+                "context_versions": [SCHEMA],
             }
         )
 
@@ -311,3 +313,24 @@ class ListMemoryChangesApi(BaseApi):
             "memory": render.memory_ref(revision),
             "revisions": [{"memory_ref": render.memory_ref(c.revision), "changes": c.changes} for c in changes],
         }
+
+
+# --- prepared context ---------------------------------------------------------------------------
+
+
+class PrepareContextApi(BaseApi):
+    """``POST /v1/context/prepare``: one call per agent turn; nothing is written or logged."""
+
+    class InputSerializer(StrictSerializer):
+        scope_id = scope_field()
+        query = StrictCharField(min_length=1, max_length=8192, pattern=NON_BLANK)
+        max_bytes = StrictIntegerField(min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, required=False, default=DEFAULT_MAX_BYTES)
+
+    def run(self, data: dict[str, Any]) -> dict[str, Any]:
+        prepared = _application.prepare(
+            PrepareRequest(scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"])
+        )
+        return prepared.as_dict()
+
+
+_application = ScopedContextApplication()

@@ -242,3 +242,18 @@ class MemorySearchDocument(models.Model):
 
     def __str__(self) -> str:
         return f"memory search document #{self.pk}"
+
+
+class ExperienceSearchDocument(models.Model):
+    """Derived search row for one approved, current Experience head (its ``searchable_text``).
+
+    Same storage format as ``MemorySearchDocument``; created for Experience heads only (never
+    for pending candidates, historical revisions or Skills).
+    """
+
+    head = models.OneToOneField(Artifact, on_delete=models.CASCADE, primary_key=True, related_name="search_document")
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
+    terms = models.TextField()
+
+    def __str__(self) -> str:
+        return f"experience search document #{self.pk}"

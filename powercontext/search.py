@@ -3,35 +3,230 @@
 Both backends index the same terms (``powercontext.analyzer``) as opaque, scope-keyed ASCII
 tokens, so they agree on what matches; each ranks with its own engine (FTS5 ``bm25``,
 PostgreSQL ``ts_rank_cd``). Scope and head filtering happen inside the one SQL statement that
-ranks, and the statement also reads the head revision, so every hit of one search carries a
-citation of the revision that statement saw.
+ranks, and that statement also reads the head revision, so every hit of one search cites the
+revision that statement saw.
 
-Index rows exist only for active memberships of each scope's current head; writes maintain them
-in their own transaction and ``rebuild``/``verify`` recompute them from authoritative rows.
+Two indexes share this machinery: Memory (one row per active membership of each scope's current
+head) and Experience (one row per approved, current Experience head, from its
+``searchable_text``). Writers maintain rows in their own transaction; ``rebuild_*`` and
+``verify_*`` recompute them from authoritative rows at any time.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 
 from powercontext import analyzer
 from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
+    ArtifactRevision,
+    ExperienceSearchDocument,
     MemoryEntry,
     MemoryEntryVersion,
     MemoryMembership,
     MemorySearchDocument,
 )
 
-FTS_TABLE = "memory_fts"
+EXPERIENCE_FAMILY = "experience"
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
 REBUILD_BATCH = 2000
+
+
+# --- engines -----------------------------------------------------------------------------------
+
+
+def _tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
+    key = analyzer.scope_key(scope_id)
+    return [analyzer.index_token(key, term) for term in terms]
+
+
+def _score(raw: float) -> float:
+    """Map an engine relevance (>= 0, higher is better) into [0, 1)."""
+    raw = max(0.0, float(raw))
+    return raw / (1.0 + raw)
+
+
+class Engine:
+    """How one database stores index rows and ranks matches."""
+
+    vendor = ""
+
+    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        raise NotImplementedError
+
+    def match_sql(self, index: Index) -> tuple[str, str, str, str]:
+        """(FROM fragment, match condition, relevance expression, ORDER direction)."""
+        raise NotImplementedError
+
+    def match_param(self, tokens: list[str]) -> str:
+        raise NotImplementedError
+
+    def relevance(self, raw: float) -> float:
+        raise NotImplementedError
+
+    def engine_problems(self, index: Index) -> list[str]:
+        return []
+
+    def repair_engine(self, index: Index) -> None:
+        """Rebuild engine structures from the document rows."""
+
+
+class SqliteEngine(Engine):
+    vendor = "sqlite"
+
+    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        return " ".join(_tokens(scope_id, terms))
+
+    def match_sql(self, index: Index) -> tuple[str, str, str, str]:
+        docs, fts = index.model._meta.db_table, index.fts_table
+        return (
+            f"{fts} JOIN {docs} d ON d.{index.key} = {fts}.rowid",
+            f"{fts} MATCH %s",
+            f"-bm25({fts})",
+            "DESC",
+        )
+
+    def match_param(self, tokens: list[str]) -> str:
+        return " OR ".join(f'"{token}"' for token in tokens)
+
+    def relevance(self, raw: float) -> float:
+        return float(raw)
+
+    def engine_problems(self, index: Index) -> list[str]:
+        fts = index.fts_table
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+        except Exception as exc:  # FTS5 reports a damaged index as a database error
+            return [f"{index.name}: fts5 integrity-check failed ({type(exc).__name__})"]
+        return []
+
+    def repair_engine(self, index: Index) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {index.fts_table}({index.fts_table}) VALUES ('rebuild')")
+
+
+class PostgresEngine(Engine):
+    vendor = "postgresql"
+
+    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        positions: dict[str, list[int]] = {}
+        for index, token in enumerate(_tokens(scope_id, terms), start=1):
+            slots = positions.setdefault(token, [])
+            if len(slots) < MAX_POSITIONS_PER_LEXEME:
+                slots.append(min(index, MAX_POSITION))
+        # Tokens are ASCII alphanumeric: no quoting needed in a tsvector literal.
+        return " ".join(f"{token}:{','.join(map(str, sorted(set(p))))}" for token, p in positions.items())
+
+    def match_sql(self, index: Index) -> tuple[str, str, str, str]:
+        docs = index.model._meta.db_table
+        return (
+            f"(SELECT %s::tsquery AS query) q, {docs} d",
+            "d.document @@ q.query",
+            "ts_rank_cd(d.document, q.query)",
+            "DESC",
+        )
+
+    def match_param(self, tokens: list[str]) -> str:
+        return " | ".join(tokens)
+
+    def relevance(self, raw: float) -> float:
+        return float(raw)
+
+    def engine_problems(self, index: Index) -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FROM {index.model._meta.db_table} WHERE document IS DISTINCT FROM terms::tsvector"
+            )
+            (count,) = cursor.fetchone()
+        return [f"{index.name}: {count} tsvector values differ from their terms"] if count else []
+
+
+def engine() -> Engine:
+    if connection.vendor == "postgresql":
+        return PostgresEngine()
+    if connection.vendor == "sqlite":
+        return SqliteEngine()
+    raise RuntimeError("unsupported database vendor")
+
+
+# --- the two indexes ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    model: type[models.Model]
+    key: str  # the document's primary-key column (= the FTS5 rowid)
+    fts_table: str
+    # Yields (document pk, scope id, terms) for every authoritative row, ordered by pk.
+    expected: Callable[[str | None], Iterator[tuple[int, str, list[str]]]]
+    scopes: Callable[[], list[str]]
+
+
+def _batched(rows: Any, pk: str) -> Iterator[Any]:
+    last = 0
+    while True:
+        batch = list(rows.filter(**{f"{pk}__gt": last}).order_by(pk)[:REBUILD_BATCH])
+        if not batch:
+            return
+        yield from batch
+        last = batch[-1][0]
+
+
+def _expected_memory(scope_id: str | None) -> Iterator[tuple[int, str, list[str]]]:
+    rows = MemoryMembership.objects.filter(to_revision__isnull=True, state=MemoryMembership.State.ACTIVE)
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    for pk, scope, text in _batched(rows.values_list("pk", "scope_id", "entry_version__text"), "pk"):
+        yield pk, scope, analyzer.analyze(text)
+
+
+def experience_heads() -> models.QuerySet[Artifact]:
+    """Experience heads that retrieval may read: approved (a revision exists) and active."""
+    return Artifact.objects.filter(
+        family=EXPERIENCE_FAMILY, state=Artifact.State.ACTIVE, current_revision__gte=1
+    ).exclude(searchable_text="")
+
+
+def _expected_experience(scope_id: str | None) -> Iterator[tuple[int, str, list[str]]]:
+    rows = experience_heads()
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    for pk, scope, text in _batched(rows.values_list("pk", "scope_id", "searchable_text"), "pk"):
+        yield pk, scope, text.split()
+
+
+def _memory_scopes() -> list[str]:
+    return list(
+        Artifact.objects.filter(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
+        .order_by("scope_id")
+        .values_list("scope_id", flat=True)
+    )
+
+
+def _experience_scopes() -> list[str]:
+    return list(
+        Artifact.objects.filter(family=EXPERIENCE_FAMILY).order_by("scope_id").values_list("scope_id", flat=True).distinct()
+    )
+
+
+MEMORY_INDEX = Index("memory", MemorySearchDocument, "membership_id", "memory_fts", _expected_memory, _memory_scopes)
+EXPERIENCE_INDEX = Index(
+    "experience", ExperienceSearchDocument, "head_id", "experience_fts", _expected_experience, _experience_scopes
+)
+INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
+
+
+# --- search --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -46,174 +241,97 @@ class MemorySearchRow:
     head_revision: int
 
 
-def _tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
-    key = analyzer.scope_key(scope_id)
-    return [analyzer.index_token(key, term) for term in terms]
+@dataclass(frozen=True)
+class ExperienceSearchRow:
+    artifact_pk: int
+    family: str
+    artifact_id: str
+    revision: int
+    content: dict[str, Any]
+    score: float
 
 
-def _score(raw: float) -> float:
-    """Map an engine relevance (>= 0, higher is better) into [0, 1)."""
-    raw = max(0.0, float(raw))
-    return raw / (1.0 + raw)
-
-
-class SearchBackend:
-    vendor = ""
-
-    def document_terms(self, scope_id: str, text: str) -> str:
-        raise NotImplementedError
-
-    def search_memory(self, scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
-        terms = analyzer.query_terms(query)
-        if not terms or limit < 1:
-            return []
-        tokens = _tokens(scope_id, terms)
-        with connection.cursor() as cursor:
-            cursor.execute(self._memory_sql(), self._memory_params(scope_id, tokens, limit))
-            rows = cursor.fetchall()
-        return [
-            MemorySearchRow(
-                membership_id=row[0],
-                entry_id=row[1],
-                entry_version_id=row[2],
-                version=row[3],
-                kind=row[4],
-                text=row[5],
-                score=_score(self._relevance(row[6])),
-                head_revision=row[7],
-            )
-            for row in rows
-        ]
-
-    # --- engine specifics -----------------------------------------------------------------
-    def _memory_sql(self) -> str:
-        raise NotImplementedError
-
-    def _memory_params(self, scope_id: str, tokens: list[str], limit: int) -> list[object]:
-        raise NotImplementedError
-
-    def _relevance(self, raw: float) -> float:
-        raise NotImplementedError
-
-    def engine_problems(self) -> list[str]:
-        """Problems the engine itself reports about its index structures."""
+def _run_search(index: Index, scope_id: str, query: str, limit: int, select: str, joins: str, where: str) -> list[tuple[Any, ...]]:
+    terms = analyzer.query_terms(query)
+    if not terms or limit < 1:
         return []
+    db = engine()
+    source, match, relevance, direction = db.match_sql(index)
+    sql = (
+        f"SELECT {select}, {relevance} AS relevance FROM {source} {joins}"
+        f" WHERE {match} AND d.scope_id = %s AND {where}"
+        f" ORDER BY relevance {direction}, d.{index.key} ASC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db.match_param(_tokens(scope_id, terms)), scope_id, scope_id, limit])
+        return cursor.fetchall()
 
-    def repair_engine(self) -> None:
-        """Rebuild engine structures from the document rows."""
 
-    def _joins(self) -> str:
-        membership = MemoryMembership._meta.db_table
-        entry = MemoryEntry._meta.db_table
-        version = MemoryEntryVersion._meta.db_table
-        artifact = Artifact._meta.db_table
-        return (
-            f" JOIN {membership} m ON m.id = d.membership_id"
-            f" JOIN {entry} e ON e.id = m.entry_id"
-            f" JOIN {version} v ON v.id = m.entry_version_id"
-            f" JOIN {artifact} a ON a.scope_id = m.scope_id"
-            f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+def search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+    """Ranked active entries of the scope's current Memory head, with the head's revision."""
+    joins = (
+        f" JOIN {MemoryMembership._meta.db_table} m ON m.id = d.membership_id"
+        f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
+        f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+        f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+        f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+    )
+    rows = _run_search(
+        MEMORY_INDEX,
+        scope_id,
+        query,
+        limit,
+        "m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text, a.current_revision",
+        joins,
+        "m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active'",
+    )
+    db = engine()
+    return [
+        MemorySearchRow(
+            membership_id=r[0], entry_id=r[1], entry_version_id=r[2], version=r[3], kind=r[4], text=r[5],
+            head_revision=r[6], score=_score(db.relevance(r[7])),
         )
+        for r in rows
+    ]
 
 
-class SqliteBackend(SearchBackend):
-    vendor = "sqlite"
-
-    def document_terms(self, scope_id: str, text: str) -> str:
-        return " ".join(_tokens(scope_id, analyzer.analyze(text)))
-
-    def _memory_sql(self) -> str:
-        docs = MemorySearchDocument._meta.db_table
-        return (
-            f"SELECT m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text,"
-            f" bm25({FTS_TABLE}) AS relevance, a.current_revision"
-            f" FROM {FTS_TABLE} JOIN {docs} d ON d.membership_id = {FTS_TABLE}.rowid"
-            f"{self._joins()}"
-            f" WHERE {FTS_TABLE} MATCH %s AND d.scope_id = %s AND m.scope_id = %s"
-            f" AND m.to_revision IS NULL AND m.state = 'active'"
-            f" ORDER BY relevance ASC, m.id ASC LIMIT %s"
+def search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceSearchRow]:
+    """Ranked approved, current Experience heads of the scope, with their current content."""
+    joins = (
+        f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
+        f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
+    )
+    rows = _run_search(
+        EXPERIENCE_INDEX,
+        scope_id,
+        query,
+        limit,
+        "a.id, a.family, a.artifact_id, a.current_revision, r.content",
+        joins,
+        f"a.scope_id = %s AND a.family = '{EXPERIENCE_FAMILY}' AND a.state = 'active' AND a.current_revision >= 1",
+    )
+    db = engine()
+    return [
+        ExperienceSearchRow(
+            artifact_pk=r[0], family=r[1], artifact_id=r[2], revision=r[3],
+            content=json.loads(r[4]) if isinstance(r[4], str) else r[4], score=_score(db.relevance(r[5])),
         )
-
-    def _memory_params(self, scope_id: str, tokens: list[str], limit: int) -> list[object]:
-        match = " OR ".join(f'"{token}"' for token in tokens)
-        return [match, scope_id, scope_id, limit]
-
-    def _relevance(self, raw: float) -> float:
-        return -float(raw)  # FTS5 bm25 is negative; more negative is more relevant
-
-    def engine_problems(self) -> list[str]:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"
-                )
-        except Exception as exc:  # the FTS5 check reports corruption as a database error
-            return [f"fts5 integrity-check failed: {type(exc).__name__}"]
-        return []
-
-    def repair_engine(self) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+        for r in rows
+    ]
 
 
-class PostgresBackend(SearchBackend):
-    vendor = "postgresql"
-
-    def document_terms(self, scope_id: str, text: str) -> str:
-        positions: dict[str, list[int]] = {}
-        for index, token in enumerate(_tokens(scope_id, analyzer.analyze(text)), start=1):
-            slots = positions.setdefault(token, [])
-            if len(slots) < MAX_POSITIONS_PER_LEXEME:
-                slots.append(min(index, MAX_POSITION))
-        # Tokens are ASCII alphanumeric, so they need no quoting in a tsvector literal.
-        return " ".join(f"{token}:{','.join(map(str, sorted(set(p))))}" for token, p in positions.items())
-
-    def _memory_sql(self) -> str:
-        docs = MemorySearchDocument._meta.db_table
-        return (
-            f"SELECT m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text,"
-            f" ts_rank_cd(d.document, q.query) AS relevance, a.current_revision"
-            f" FROM (SELECT %s::tsquery AS query) q, {docs} d"
-            f"{self._joins()}"
-            f" WHERE d.document @@ q.query AND d.scope_id = %s AND m.scope_id = %s"
-            f" AND m.to_revision IS NULL AND m.state = 'active'"
-            f" ORDER BY relevance DESC, m.id ASC LIMIT %s"
-        )
-
-    def _memory_params(self, scope_id: str, tokens: list[str], limit: int) -> list[object]:
-        return [" | ".join(tokens), scope_id, scope_id, limit]
-
-    def _relevance(self, raw: float) -> float:
-        return float(raw)
-
-    def engine_problems(self) -> list[str]:
-        docs = MemorySearchDocument._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {docs} WHERE document IS DISTINCT FROM terms::tsvector")
-            (count,) = cursor.fetchone()
-        return [f"{count} tsvector values differ from their terms"] if count else []
-
-
-def backend() -> SearchBackend:
-    if connection.vendor == "postgresql":
-        return PostgresBackend()
-    if connection.vendor == "sqlite":
-        return SqliteBackend()
-    raise RuntimeError("unsupported database vendor")
-
-
-# --- index maintenance (called inside the writers' transactions) -----------------------------
+# --- maintenance inside the writers' transactions ------------------------------------------------
 
 
 def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     """Add index rows for active memberships; ``items`` pairs each membership with its text."""
-    engine = backend()
+    db = engine()
     MemorySearchDocument.objects.bulk_create(
         [
             MemorySearchDocument(
                 membership_id=membership.pk,
                 scope_id=membership.scope_id,
-                terms=engine.document_terms(membership.scope_id, text),
+                terms=db.document_terms(membership.scope_id, analyzer.analyze(text)),
             )
             for membership, text in items
         ]
@@ -226,78 +344,64 @@ def unindex_memberships(membership_ids: Iterable[int]) -> None:
         MemorySearchDocument.objects.filter(membership_id__in=ids).delete()
 
 
-# --- rebuild and verify ----------------------------------------------------------------------
+def index_experience_head(head: Artifact) -> None:
+    """Make the Experience index row of ``head`` match its current ``searchable_text``."""
+    ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
+    if head.family == EXPERIENCE_FAMILY and head.state == Artifact.State.ACTIVE and head.current_revision >= 1:
+        terms = head.searchable_text.split()
+        if terms:
+            ExperienceSearchDocument.objects.create(
+                head_id=head.pk, scope_id=head.scope_id, terms=engine().document_terms(head.scope_id, terms)
+            )
 
 
-def _expected_documents(scope_id: str | None) -> Iterator[tuple[int, str, str]]:
-    """(membership id, scope id, terms) for every active open membership, by membership id."""
-    engine = backend()
-    rows = MemoryMembership.objects.filter(to_revision__isnull=True, state=MemoryMembership.State.ACTIVE)
-    if scope_id is not None:
-        rows = rows.filter(scope_id=scope_id)
-    last = 0
-    while True:
-        batch = list(
-            rows.filter(pk__gt=last)
-            .order_by("pk")
-            .values_list("pk", "scope_id", "entry_version__text")[:REBUILD_BATCH]
-        )
-        if not batch:
-            return
-        for pk, scope, text in batch:
-            yield pk, scope, engine.document_terms(scope, text)
-        last = batch[-1][0]
-
-
-def _scopes_with_memory() -> list[str]:
-    return list(
-        Artifact.objects.filter(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
-        .order_by("scope_id")
-        .values_list("scope_id", flat=True)
-    )
+# --- rebuild and verify ----------------------------------------------------------------------------
 
 
 def count_expected(scope_id: str | None = None) -> int:
-    rows = MemoryMembership.objects.filter(to_revision__isnull=True, state=MemoryMembership.State.ACTIVE)
-    if scope_id is not None:
-        rows = rows.filter(scope_id=scope_id)
-    return rows.count()
+    return sum(1 for index in INDEXES for _ in index.expected(scope_id))
 
 
-def rebuild_memory_index(
-    *, scope_id: str | None = None, progress: Callable[[int], None] | None = None
-) -> int:
+def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int], None] | None) -> int:
+    written = 0
+    with transaction.atomic():
+        index.model.objects.filter(scope_id=scope).delete()
+        batch: list[models.Model] = []
+        for pk, doc_scope, terms in index.expected(scope):
+            batch.append(index.model(**{"pk": pk, "scope_id": doc_scope, "terms": db.document_terms(doc_scope, terms)}))
+            if len(batch) >= REBUILD_BATCH:
+                index.model.objects.bulk_create(batch)
+                written += len(batch)
+                if progress:
+                    progress(len(batch))
+                batch = []
+        if batch:
+            index.model.objects.bulk_create(batch)
+            written += len(batch)
+            if progress:
+                progress(len(batch))
+    return written
+
+
+def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
     """Recompute the index rows of one scope (or every scope) from authoritative rows.
 
     Each scope is rebuilt in one transaction, so a concurrent reader sees the old or the new
     rows, never a half-built index; citations are untouched because only derived rows change.
-    Returns the number of rows written.
+    Returns the number of rows written (Memory and Experience together).
     """
-    scopes = [scope_id] if scope_id is not None else _scopes_with_memory()
+    db = engine()
     written = 0
-    for scope in scopes:
-        with transaction.atomic():
-            MemorySearchDocument.objects.filter(scope_id=scope).delete()
-            batch: list[MemorySearchDocument] = []
-            for pk, doc_scope, terms in _expected_documents(scope):
-                batch.append(MemorySearchDocument(membership_id=pk, scope_id=doc_scope, terms=terms))
-                if len(batch) >= REBUILD_BATCH:
-                    MemorySearchDocument.objects.bulk_create(batch)
-                    written += len(batch)
-                    if progress:
-                        progress(len(batch))
-                    batch = []
-            if batch:
-                MemorySearchDocument.objects.bulk_create(batch)
-                written += len(batch)
-                if progress:
-                    progress(len(batch))
-    if scope_id is None:
-        with transaction.atomic():
-            # Rows of scopes that no longer have memberships (cannot happen through the
-            # services, but a rebuild must converge whatever the index held).
-            MemorySearchDocument.objects.exclude(scope_id__in=scopes).delete()
-            backend().repair_engine()
+    for index in INDEXES:
+        scopes = [scope_id] if scope_id is not None else index.scopes()
+        for scope in scopes:
+            written += _rebuild_scope(index, scope, db, progress)
+        if scope_id is None:
+            with transaction.atomic():
+                # Rows of scopes without authoritative rows cannot come from the services, but
+                # a full rebuild must converge whatever the index held.
+                index.model.objects.exclude(scope_id__in=scopes).delete()
+                db.repair_engine(index)
     return written
 
 
@@ -326,19 +430,17 @@ class VerifyReport:
         }
 
 
-def verify_memory_index(*, scope_id: str | None = None, repair: bool = False) -> VerifyReport:
-    """Compare index rows with authoritative rows; optionally rebuild what drifted.
-
-    The report carries counts only: no scope ids, entry ids or text.
-    """
-    report = VerifyReport()
+def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine) -> set[str]:
+    """Merge-compare expected and actual rows (both ordered by pk); return drifted scopes."""
     drifted: set[str] = set()
-    actual_rows = MemorySearchDocument.objects.all()
+    actual_rows = index.model.objects.all()
     if scope_id is not None:
         actual_rows = actual_rows.filter(scope_id=scope_id)
-    actual_iter = iter(actual_rows.order_by("membership_id").values_list("membership_id", "scope_id", "terms").iterator(chunk_size=REBUILD_BATCH))
+    actual_iter = iter(
+        actual_rows.order_by("pk").values_list("pk", "scope_id", "terms").iterator(chunk_size=REBUILD_BATCH)
+    )
     actual = next(actual_iter, None)
-    for pk, scope, terms in _expected_documents(scope_id):
+    for pk, scope, terms in index.expected(scope_id):
         report.checked += 1
         while actual is not None and actual[0] < pk:
             report.extra += 1
@@ -348,7 +450,7 @@ def verify_memory_index(*, scope_id: str | None = None, repair: bool = False) ->
             report.missing += 1
             drifted.add(scope)
             continue
-        if actual[1] != scope or actual[2] != terms:
+        if actual[1] != scope or actual[2] != db.document_terms(scope, terms):
             report.mismatched += 1
             drifted.update({scope, actual[1]})
         actual = next(actual_iter, None)
@@ -356,12 +458,29 @@ def verify_memory_index(*, scope_id: str | None = None, repair: bool = False) ->
         report.extra += 1
         drifted.add(actual[1])
         actual = next(actual_iter, None)
-    report.engine = backend().engine_problems()
+    return drifted
+
+
+def verify_index(*, scope_id: str | None = None, repair: bool = False) -> VerifyReport:
+    """Compare both indexes with authoritative rows; optionally rebuild what drifted.
+
+    The report carries counts only: no scope ids, entry ids or text.
+    """
+    report = VerifyReport()
+    db = engine()
+    drifted = {index.name: _verify(index, scope_id, report, db) for index in INDEXES}
+    broken = []
+    for index in INDEXES:
+        problems = db.engine_problems(index)
+        report.engine.extend(problems)
+        if problems:
+            broken.append(index)
     if repair and not report.ok:
-        for scope in sorted(drifted):
-            rebuild_memory_index(scope_id=scope)
-        if report.engine:
+        for index in INDEXES:
+            for scope in sorted(drifted[index.name]):
+                _rebuild_scope(index, scope, db, None)
+        for index in broken:
             with transaction.atomic():
-                backend().repair_engine()
+                db.repair_engine(index)
         report.repaired = True
     return report

@@ -23,7 +23,7 @@ from powercontext import search
 )
 def rebuild_search_index(scope_id: str | None = None) -> dict[str, Any]:
     """Rebuild the derived index of one scope (or all) from authoritative rows. Idempotent."""
-    written = search.rebuild_memory_index(scope_id=scope_id)
+    written = search.rebuild_index(scope_id=scope_id)
     return {"rebuilt_rows": written}
 
 
@@ -36,4 +36,4 @@ def rebuild_search_index(scope_id: str | None = None) -> dict[str, Any]:
 )
 def verify_search_index(scope_id: str | None = None, repair: bool = False) -> dict[str, Any]:
     """Report drift between the index and authoritative rows; rebuild drifted scopes on request."""
-    return search.verify_memory_index(scope_id=scope_id, repair=repair).as_dict()
+    return search.verify_index(scope_id=scope_id, repair=repair).as_dict()

@@ -12,6 +12,7 @@ urlpatterns = [
     path("health/live", apis.LivenessApi.as_view(), name="get_liveness"),
     path("health/ready", apis.ReadinessApi.as_view(), name="get_readiness"),
     path("v1/capabilities", apis.CapabilitiesApi.as_view(), name="get_capabilities"),
+    path("v1/context/prepare", apis.PrepareContextApi.as_view(), name="prepare_context"),
     path("v1/sources/content", apis.CaptureContentSourceApi.as_view(), name="capture_content_source"),
     path("v1/memory/remember", apis.RememberMemoryApi.as_view(), name="remember_memory"),
     path("v1/memory/search", apis.SearchMemoryApi.as_view(), name="search_memory"),

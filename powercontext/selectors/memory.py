@@ -153,14 +153,17 @@ def memory_list_changes(*, scope_id: str, since_revision: int | None) -> tuple[i
     return head, [RevisionChanges(revision=rev, changes=list(content.get("changes", []))) for rev, content in rows]
 
 
-def memory_search(*, scope_id: str, query: str, limit: int) -> SearchResult:
+def memory_search(*, scope_id: str, query: str, limit: int, resolve_empty_head: bool = True) -> SearchResult:
     """Ranked active entries of the scope's current head.
 
     The ranking statement reads the head revision itself, so all hits cite the revision it saw.
+    With no hits, the head is read separately only when ``resolve_empty_head`` (prepare does
+    not need it: no hit, no citation).
     """
-    rows = search.backend().search_memory(scope_id, query, limit)
+    rows = search.search_memory(scope_id, query, limit)
     if not rows:
-        return SearchResult(revision=memory_head_revision(scope_id=scope_id), hits=[])
+        revision = memory_head_revision(scope_id=scope_id) if resolve_empty_head else None
+        return SearchResult(revision=revision, hits=[])
     revision = rows[0].head_revision
     return SearchResult(
         revision=revision,

@@ -57,7 +57,7 @@ def test_a_real_worker_rebuilds_and_verifies_the_index_through_redis(worker: Cel
     for i in range(30):
         make_memory("worker-scope", f"worker indexed note {i}")
     MemorySearchDocument.objects.all().delete()
-    assert not search.verify_memory_index().ok
+    assert not search.verify_index().ok
 
     # result.get blocks until the worker has consumed the message and run it: no sleeping.
     drift = worker.send_task("powercontext.verify_search_index").get(timeout=120)
@@ -67,5 +67,5 @@ def test_a_real_worker_rebuilds_and_verifies_the_index_through_redis(worker: Cel
     }
 
     assert MemorySearchDocument.objects.filter(scope_id="worker-scope").count() == 30
-    assert search.verify_memory_index().ok
+    assert search.verify_index().ok
     assert worker.send_task("powercontext.verify_search_index").get(timeout=120)["ok"] is True

@@ -57,17 +57,17 @@ def test_a_rebuild_from_scratch_gives_the_same_results_as_the_incremental_index(
 
     MemorySearchDocument.objects.all().delete()
     assert all(not hits for hits in snapshot().values())
-    written = search.rebuild_memory_index()
+    written = search.rebuild_index()
 
     assert written == search.count_expected()
     assert snapshot() == before
-    assert search.verify_memory_index().ok
+    assert search.verify_index().ok
 
 
 @pytest.mark.django_db
 def test_the_index_holds_exactly_the_active_head_entries() -> None:
     seed_history()
-    report = search.verify_memory_index()
+    report = search.verify_index()
     assert report.ok, report.as_dict()
     # 17 remembered, one revised (still one row), one retired: 16 rows per scope.
     assert report.checked == 32
@@ -79,15 +79,15 @@ def test_verify_detects_a_corrupted_row_and_repair_restores_it() -> None:
     seed_history()
     before = snapshot()
     victim = MemorySearchDocument.objects.filter(scope_id="alpha").order_by("pk").first()
-    MemorySearchDocument.objects.filter(pk=victim.pk).update(terms=search.backend().document_terms("alpha", "garbage words"))
+    MemorySearchDocument.objects.filter(pk=victim.pk).update(terms=search.engine().document_terms("alpha", ["garbage", "words"]))
 
-    report = search.verify_memory_index()
+    report = search.verify_index()
     assert not report.ok
     assert report.mismatched == 1 and report.missing == 0 and report.extra == 0
 
-    repaired = search.verify_memory_index(repair=True)
+    repaired = search.verify_index(repair=True)
     assert repaired.repaired
-    assert search.verify_memory_index().ok
+    assert search.verify_index().ok
     assert snapshot() == before
 
 
@@ -95,25 +95,25 @@ def test_verify_detects_a_corrupted_row_and_repair_restores_it() -> None:
 def test_verify_detects_missing_and_extra_rows() -> None:
     seed_history()
     MemorySearchDocument.objects.filter(scope_id="Alpha").order_by("pk").first().delete()
-    report = search.verify_memory_index(scope_id="Alpha")
+    report = search.verify_index(scope_id="Alpha")
     assert (report.missing, report.extra) == (1, 0)
     # Scope filtering: the other scope is untouched and clean.
-    assert search.verify_memory_index(scope_id="alpha").ok
+    assert search.verify_index(scope_id="alpha").ok
 
 
 @pytest.mark.django_db
 def test_verify_detects_engine_level_corruption_on_sqlite() -> None:
     if connection.vendor != "sqlite":
         # PostgreSQL derives the tsvector with a generated column: it cannot drift.
-        assert search.backend().engine_problems() == []
+        assert all(search.engine().engine_problems(index) == [] for index in search.INDEXES)
         return
     seed_history()
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO memory_fts(rowid, terms) VALUES (999999, 'kbogus')")
-    report = search.verify_memory_index()
+    report = search.verify_index()
     assert report.engine and not report.ok
-    search.verify_memory_index(repair=True)
-    assert search.verify_memory_index().ok
+    search.verify_index(repair=True)
+    assert search.verify_index().ok
 
 
 @pytest.mark.django_db

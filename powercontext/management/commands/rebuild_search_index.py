@@ -28,7 +28,7 @@ class Command(BaseCommand):
         if scope_id is not None and not scope_id.strip():
             raise CommandError("--scope must not be blank")
         if options["verify_only"]:
-            report = search.verify_memory_index(scope_id=scope_id, repair=options["repair"])
+            report = search.verify_index(scope_id=scope_id, repair=options["repair"])
             self.stdout.write(json.dumps(report.as_dict(), sort_keys=True))
             if not report.ok and not report.repaired:
                 raise CommandError("the search index has drifted; run again with --repair")
@@ -39,5 +39,5 @@ class Command(BaseCommand):
         with tqdm(
             total=total, unit="rows", desc="rebuild", disable=options["no_progress"], file=self.stderr._out
         ) as bar:
-            written = search.rebuild_memory_index(scope_id=scope_id, progress=bar.update)
+            written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")

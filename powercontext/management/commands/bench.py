@@ -1,0 +1,133 @@
+"""Benchmarks, measured in one run so that figures can be compared as ratios.
+
+Seeds one scope through the real services (one transaction per remember) up to each size in
+--sizes, and at each size measures remember latency, search latency (and prepare latency when
+the prepare path exists), then a full index rebuild at the largest size, and peak memory.
+Prints a table and writes JSON (--json). Use a throwaway database: scripts/bench.sh does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
+
+from powercontext import search
+from powercontext.selectors.memory import memory_search
+from powercontext.services.memory import memory_remember
+
+SCOPE = "bench-scope"
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def timed(fn: Callable[[], Any], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+class Corpus:
+    """Deterministic synthetic notes: a Zipf-like vocabulary with some CJK, like real notes."""
+
+    def __init__(self, seed: int = 7, vocabulary: int = 20000) -> None:
+        self.random = random.Random(seed)
+        syllables = ["ka", "lo", "mi", "ner", "sto", "pa", "ri", "ven", "tu", "dex", "qua", "zol", "fen", "gri"]
+        words: set[str] = set()
+        while len(words) < vocabulary:
+            words.add("".join(self.random.choice(syllables) for _ in range(self.random.randint(2, 4))))
+        self.words = sorted(words)
+        self.weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(self.words))]
+        self.cjk = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+
+    def note(self) -> str:
+        words = self.random.choices(self.words, weights=self.weights, k=self.random.randint(12, 40))
+        if self.random.random() < 0.2:
+            words.append("".join(self.random.choices(self.cjk, k=6)))
+        return " ".join(words)
+
+    def query(self) -> str:
+        # Three content words from the whole vocabulary (uniform): what a prompt shares with notes.
+        return " ".join(self.random.sample(self.words, 3))
+
+
+class Command(BaseCommand):
+    help = "Measure remember/search(/prepare) latency against Memory size, rebuild time, peak memory."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated entry counts")
+        parser.add_argument("--samples", type=int, default=200, help="timed operations per measurement")
+        parser.add_argument("--json", dest="json_path", help="also write results to this file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        sizes = sorted(int(s) for s in options["sizes"].split(","))
+        samples = options["samples"]
+        corpus = Corpus()
+        queries = [corpus.query() for _ in range(samples)]
+        results: dict[str, Any] = {"database": connection.vendor, "sizes": {}}
+        seeded = 0
+        prepare = _prepare_callable()
+        for size in sizes:
+            started = time.perf_counter()
+            while seeded < size:
+                memory_remember(scope_id=SCOPE, kind="note", text=corpus.note())
+                seeded += 1
+            seed_seconds = time.perf_counter() - started
+            remember = timed(lambda: memory_remember(scope_id=SCOPE, kind="note", text=corpus.note()), samples)
+            seeded += samples
+            query_iter = iter(queries * 2)
+            searches = timed(lambda: memory_search(scope_id=SCOPE, query=next(query_iter), limit=10), samples)
+            row: dict[str, Any] = {
+                "entries": seeded,
+                "seed_seconds": round(seed_seconds, 2),
+                "remember_p50_ms": round(statistics.median(remember), 3),
+                "remember_p95_ms": round(percentile(remember, 0.95), 3),
+                "search_p50_ms": round(statistics.median(searches), 3),
+                "search_p95_ms": round(percentile(searches, 0.95), 3),
+            }
+            if prepare is not None:
+                query_iter = iter(queries * 2)
+                prepares = timed(lambda: prepare(SCOPE, next(query_iter)), samples)
+                row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
+                row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
+            results["sizes"][str(size)] = row
+            self.stdout.write(json.dumps({str(size): row}))
+        started = time.perf_counter()
+        rebuilt = search.rebuild_index()
+        results["rebuild_seconds"] = round(time.perf_counter() - started, 2)
+        results["rebuild_rows"] = rebuilt
+        results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        small, large = results["sizes"][str(sizes[0])], results["sizes"][str(sizes[-1])]
+        results["ratios"] = {
+            f"{key}_{sizes[-1]}_vs_{sizes[0]}": round(large[key] / small[key], 2)
+            for key in small
+            if key.endswith("_ms") and small[key] > 0
+        }
+        self.stdout.write(json.dumps(results, indent=2))
+        if options["json_path"]:
+            with open(options["json_path"], "w", encoding="utf-8") as handle:
+                json.dump(results, handle, indent=2)
+
+
+def _prepare_callable() -> Callable[[str, str], Any] | None:
+    """The prepare path, when this build has it (measured next to search)."""
+    try:
+        from context_api.application import ScopedContextApplication, PrepareRequest
+    except ImportError:
+        return None
+    app = ScopedContextApplication()
+    return lambda scope, query: app.prepare(PrepareRequest(scope_id=scope, query=query, max_bytes=8000))
