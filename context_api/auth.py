@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from powercontext.exceptions import Unauthorized
+from powercontext.exceptions import Forbidden, Unauthorized
 from powercontext.models import ApiToken
 
 
@@ -42,3 +42,20 @@ def authenticate(request: Any) -> ApiToken | None:
     if token is None:
         raise Unauthorized()
     return token
+
+
+REVIEW_PERMISSION = "review.review_candidate"
+
+
+def require_reviewer(request: Any) -> Any:
+    """The reviewer behind the request's token. Reviewer actions need one in every mode.
+
+    No token: 401. A token whose user lacks the review permission (e.g. a propose-only token):
+    403.
+    """
+    token = authenticate(request)
+    if token is None:
+        raise Unauthorized()
+    if not token.user.has_perm(REVIEW_PERMISSION):
+        raise Forbidden()
+    return token.user

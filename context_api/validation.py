@@ -21,7 +21,7 @@ from powercontext.exceptions import InvalidRequest
 
 NON_BLANK = re.compile(r"\S")
 ID128 = re.compile(r"[\x21-\x7E]+")
-TRIMMED = re.compile(r"\S(?:.*\S)?", re.DOTALL)
+TRIMMED = re.compile("\\S(?:[^\\n\\r\\u2028\\u2029]*\\S)?")  # ECMA "." excludes line terminators
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

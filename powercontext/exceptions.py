@@ -83,3 +83,28 @@ class RuntimeNotReady(PowerContextError):
 
 class InvariantFailure(PowerContextError):
     """An internal invariant was violated: answer 500 and never return partial results."""
+
+
+class ArtifactNotFound(NotFound):
+    code = "artifact_not_found"
+    default_message = "The requested Artifact revision was not found."
+
+
+class CandidateNotFound(NotFound):
+    code = "candidate_not_found"
+    default_message = "The requested Candidate was not found."
+
+
+class CandidateConflict(Conflict):
+    code = "candidate_conflict"
+    default_message = "The Candidate version is not the current version."
+
+
+class CandidateTerminal(Conflict):
+    code = "candidate_terminal"
+    default_message = "The Candidate was already approved or rejected."
+
+
+class ArtifactConflict(Conflict):
+    code = "artifact_conflict"
+    default_message = "The target is not the latest revision of its Artifact."

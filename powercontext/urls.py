@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from context_api import apis
+from context_api import apis, review_apis
 
 handler404 = "context_api.errors.json_not_found"
 handler500 = "context_api.errors.json_server_error"
@@ -21,5 +21,22 @@ urlpatterns = [
     path("v1/memory/entries/revise", apis.ReviseMemoryEntryApi.as_view(), name="revise_memory_entry"),
     path("v1/memory/entries/retire", apis.RetireMemoryEntryApi.as_view(), name="retire_memory_entry"),
     path("v1/memory/changes", apis.ListMemoryChangesApi.as_view(), name="list_memory_changes"),
+    path("v1/experience/propose", review_apis.ProposeExperienceApi.as_view(), name="propose_experience"),
+    path("v1/experience/get", review_apis.GetExperienceApi.as_view(), name="get_experience"),
+    path("v1/skill/propose", review_apis.ProposeSkillApi.as_view(), name="propose_skill"),
+    path("v1/skill/get", review_apis.GetSkillApi.as_view(), name="get_skill"),
+    path("v1/artifact-candidates/list", review_apis.ListArtifactCandidatesApi.as_view(), name="list_artifact_candidates"),
+    path("v1/artifact-candidates/get", review_apis.GetArtifactCandidateApi.as_view(), name="get_artifact_candidate"),
+    path(
+        "v1/artifact-candidates/approve",
+        review_apis.ApproveArtifactCandidateApi.as_view(),
+        name="approve_artifact_candidate",
+    ),
+    path(
+        "v1/artifact-candidates/reject", review_apis.RejectArtifactCandidateApi.as_view(), name="reject_artifact_candidate"
+    ),
+    path(
+        "v1/artifact-candidates/revise", review_apis.ReviseArtifactCandidateApi.as_view(), name="revise_artifact_candidate"
+    ),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,103 @@
+"""Candidates proposed for review, their immutable versions, and reviewers' decisions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from powercontext.models import ID_MAX_LENGTH, SCOPE_MAX_LENGTH, Artifact
+
+
+class Candidate(models.Model):
+    """The head of one candidate: its family, status and current version.
+
+    Lifecycle: pending -> (revise -> pending, version + 1)* -> approved | rejected. Terminal
+    states are final. The version moves only by compare-and-swap.
+    """
+
+    class Family(models.TextChoices):
+        EXPERIENCE = "experience"
+        SKILL = "skill"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    candidate_id = models.CharField(max_length=ID_MAX_LENGTH)
+    family = models.CharField(max_length=16, choices=Family.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    version = models.PositiveIntegerField(default=1)
+    latest = models.ForeignKey(
+        "CandidateVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    result_head = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    result_revision = models.PositiveIntegerField(null=True, blank=True)
+    decision_reason = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        permissions = [("review_candidate", "Can approve, reject and revise candidates")]
+        constraints = [
+            models.UniqueConstraint(fields=["scope_id", "candidate_id"], name="candidate_identity_unique"),
+            models.CheckConstraint(
+                condition=Q(status="approved", result_head__isnull=False, result_revision__isnull=False)
+                | (~Q(status="approved") & Q(result_head__isnull=True, result_revision__isnull=True)),
+                name="candidate_result_iff_approved",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "family", "id"], name="candidate_queue"),
+            models.Index(fields=["scope_id", "status", "id"], name="candidate_scope_queue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"candidate #{self.pk} ({self.family}, {self.status})"
+
+
+class CandidateVersion(models.Model):
+    """One immutable version of a candidate's proposal and evidence."""
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.PROTECT, related_name="versions")
+    version = models.PositiveIntegerField()
+    proposal = models.JSONField()
+    source_refs = models.JSONField(default=list)
+    artifact_refs = models.JSONField(default=list)
+    target = models.JSONField(null=True, blank=True)
+    reason = models.TextField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["candidate", "version"], name="candidate_version_unique"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="candidate_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"candidate #{self.candidate_id} v{self.version}"
+
+
+class ReviewDecision(models.Model):
+    """The one terminal decision on a candidate: who decided which version, when, and why."""
+
+    class Decision(models.TextChoices):
+        APPROVED = "approved"
+        REJECTED = "rejected"
+
+    candidate = models.OneToOneField(Candidate, on_delete=models.PROTECT, related_name="decision")
+    version = models.PositiveIntegerField()
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField(null=True, blank=True)
+    result_head = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    result_revision = models.PositiveIntegerField(null=True, blank=True)
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"decision on candidate #{self.candidate_id}: {self.decision}"

@@ -1,0 +1,253 @@
+"""Review writes: propose, revise, approve, reject. Each public function is one transaction.
+
+Approval is the only way an Experience or Skill revision comes to exist: in one transaction it
+locks the candidate, re-checks its version and target, writes the immutable revision with its
+lineage, moves the Artifact head by compare-and-swap, writes the head's deterministic
+``searchable_text`` and index row (Experience only), marks the candidate approved with its
+result, and records the decision. Any failure rolls all of it back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+
+from powercontext import analyzer, search
+from powercontext.exceptions import (
+    ArtifactConflict,
+    CandidateConflict,
+    CandidateNotFound,
+    CandidateTerminal,
+    InvalidRequest,
+    InvariantFailure,
+)
+from powercontext.models import Artifact, ArtifactRevision, Source
+from review.models import Candidate, CandidateVersion, ReviewDecision
+
+MAX_EVIDENCE = 32
+EXPERIENCE_FIELDS = ("situation", "action", "outcome", "lesson")
+ARTIFACT_ID_PREFIX = {Candidate.Family.EXPERIENCE: "exp", Candidate.Family.SKILL: "skill"}
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A complete proposal with its evidence, as proposed or revised (already schema-valid)."""
+
+    proposal: dict[str, Any]
+    source_refs: list[dict[str, Any]]
+    artifact_refs: list[dict[str, Any]]
+    target: dict[str, Any] | None
+    reason: str | None
+
+
+def _invalid(loc: list[str | int], msg: str, kind: str = "value_error") -> InvalidRequest:
+    return InvalidRequest(details={"errors": [{"loc": ["body", *loc], "msg": msg, "type": kind}]})
+
+
+def _ref(ref: dict[str, Any]) -> dict[str, Any]:
+    return {"family": ref["family"], "artifact_id": ref["artifact_id"], "revision": ref["revision"]}
+
+
+def _check_evidence(scope_id: str, family: str, submission: Submission) -> None:
+    """Evidence: 1..32 exact references, all existing in this scope; a target must be the latest
+    revision of an existing Artifact of the candidate's family and be part of the evidence."""
+    total = len(submission.source_refs) + len(submission.artifact_refs)
+    if total < 1 or total > MAX_EVIDENCE:
+        raise _invalid([], f"Evidence must hold 1 to {MAX_EVIDENCE} references in total.", "evidence_count")
+    for index, ref in enumerate(submission.source_refs):
+        if not Source.objects.filter(scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]).exists():
+            raise _invalid(["source_refs", index], "No such Source in this scope.", "evidence_missing")
+    for index, ref in enumerate(submission.artifact_refs):
+        exists = ArtifactRevision.objects.filter(
+            scope_id=scope_id, family=ref["family"], artifact_id=ref["artifact_id"], revision=ref["revision"]
+        ).exists()
+        if not exists:
+            raise _invalid(["artifact_refs", index], "No such Artifact revision in this scope.", "evidence_missing")
+    target = submission.target
+    if target is None:
+        return
+    if target["family"] != family:
+        raise _invalid(["target", "family"], "The target must be an Artifact of the candidate's family.", "target_family")
+    if _ref(target) not in [_ref(r) for r in submission.artifact_refs]:
+        raise _invalid(["target"], "The target must also be listed in artifact_refs.", "target_not_in_evidence")
+    head = Artifact.objects.filter(scope_id=scope_id, family=family, artifact_id=target["artifact_id"]).first()
+    if head is None or head.current_revision < 1:
+        raise _invalid(["target"], "The target Artifact does not exist in this scope.", "target_missing")
+    if head.current_revision != target["revision"]:
+        raise ArtifactConflict(details={"current": _head_ref(head)})
+
+
+def _head_ref(head: Artifact) -> dict[str, Any]:
+    return {"family": head.family, "artifact_id": head.artifact_id, "revision": head.current_revision}
+
+
+def _write_version(candidate: Candidate, version: int, submission: Submission, user: AbstractBaseUser | None) -> CandidateVersion:
+    return CandidateVersion.objects.create(
+        candidate=candidate,
+        version=version,
+        proposal=submission.proposal,
+        source_refs=submission.source_refs,
+        artifact_refs=submission.artifact_refs,
+        target=submission.target,
+        reason=submission.reason,
+        created_by=user,
+    )
+
+
+@transaction.atomic(durable=True)
+def candidate_propose(
+    *, scope_id: str, family: str, submission: Submission, proposed_by: AbstractBaseUser | None = None
+) -> Candidate:
+    """Store a pending candidate (version 1). Writes no Artifact revision.
+
+    Raises ``InvalidRequest`` for missing evidence or a bad target, ``ArtifactConflict`` when the
+    target is not the latest revision of its Artifact.
+    """
+    _check_evidence(scope_id, family, submission)
+    candidate = Candidate.objects.create(
+        scope_id=scope_id, candidate_id=f"cand_{uuid.uuid4().hex}", family=family, version=1
+    )
+    candidate.latest = _write_version(candidate, 1, submission, proposed_by)
+    candidate.save(update_fields=["latest"])
+    return candidate
+
+
+def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Candidate:
+    """Lock the candidate row and check it is pending at ``expected_version``."""
+    candidate = (
+        Candidate.objects.select_for_update()
+        .filter(scope_id=scope_id, candidate_id=candidate_id)
+        .select_related("latest")
+        .first()
+    )
+    if candidate is None:
+        raise CandidateNotFound()
+    if candidate.status != Candidate.Status.PENDING:
+        raise CandidateTerminal(details={"status": candidate.status})
+    if candidate.version != expected_version:
+        raise CandidateConflict(details={"expected_version": expected_version, "current_version": candidate.version})
+    return candidate
+
+
+def _advance(candidate: Candidate, expected_version: int, **changes: Any) -> None:
+    """Compare-and-swap the candidate head from ``expected_version``."""
+    moved = Candidate.objects.filter(pk=candidate.pk, version=expected_version, status=Candidate.Status.PENDING).update(
+        **changes
+    )
+    if moved != 1:
+        raise CandidateConflict(details={"expected_version": expected_version, "current_version": candidate.version})
+
+
+@transaction.atomic(durable=True)
+def candidate_revise(
+    *, scope_id: str, candidate_id: str, expected_version: int, submission: Submission,
+    reviewer: AbstractBaseUser,
+) -> Candidate:
+    """Append a complete replacement proposal as the next pending version."""
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    _check_evidence(scope_id, candidate.family, submission)
+    version = _write_version(candidate, expected_version + 1, submission, reviewer)
+    _advance(candidate, expected_version, version=F("version") + 1, latest=version)
+    candidate.refresh_from_db()
+    return candidate
+
+
+def _after_revision_written() -> None:
+    """A seam for fault-injection tests: runs between the revision insert and the candidate update."""
+
+
+@transaction.atomic(durable=True)
+def candidate_approve(*, scope_id: str, candidate_id: str, expected_version: int, reviewer: AbstractBaseUser) -> Candidate:
+    """Commit the reviewed proposal as the next Artifact revision and approve the candidate.
+
+    Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
+    ``ArtifactConflict`` (the target moved on, or another approval won the head).
+    """
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    latest = candidate.latest
+    if latest is None:  # pragma: no cover - propose always writes version 1
+        raise InvariantFailure()
+    head = _lock_result_head(scope_id, candidate.family, latest.target)
+    revision = head.current_revision + 1
+    ArtifactRevision.objects.create(
+        head=head,
+        scope_id=scope_id,
+        family=head.family,
+        artifact_id=head.artifact_id,
+        revision=revision,
+        parent_revision=head.current_revision or None,
+        content=latest.proposal,
+        source_refs=latest.source_refs,
+        artifact_refs=latest.artifact_refs,
+        created_by=reviewer,
+    )
+    _after_revision_written()
+    text = ""
+    if candidate.family == Candidate.Family.EXPERIENCE:
+        text = analyzer.searchable_text(str(latest.proposal[name]) for name in EXPERIENCE_FIELDS)
+    moved = Artifact.objects.filter(pk=head.pk, current_revision=head.current_revision).update(
+        current_revision=revision,
+        searchable_text=text,
+        analyzer_version=analyzer.ANALYZER_VERSION if text else 0,
+        state=Artifact.State.ACTIVE,
+    )
+    if moved != 1:
+        head.refresh_from_db()
+        raise ArtifactConflict(details={"current": _head_ref(head)})
+    head.refresh_from_db()
+    search.index_experience_head(head)
+    _advance(
+        candidate, expected_version, status=Candidate.Status.APPROVED, result_head=head, result_revision=revision
+    )
+    ReviewDecision.objects.create(
+        candidate=candidate,
+        version=expected_version,
+        decision=ReviewDecision.Decision.APPROVED,
+        reviewer=reviewer,
+        result_head=head,
+        result_revision=revision,
+    )
+    candidate.refresh_from_db()
+    return candidate
+
+
+def _lock_result_head(scope_id: str, family: str, target: dict[str, Any] | None) -> Artifact:
+    """The head the approval writes to, locked: the target's (still at the target revision) or
+    a new Artifact."""
+    if target is None:
+        return Artifact.objects.create(
+            scope_id=scope_id, family=family, artifact_id=f"{ARTIFACT_ID_PREFIX[family]}_{uuid.uuid4().hex}"
+        )
+    head = (
+        Artifact.objects.select_for_update()
+        .filter(scope_id=scope_id, family=family, artifact_id=target["artifact_id"])
+        .first()
+    )
+    if head is None:
+        raise ArtifactConflict(details={"current": None})
+    if head.current_revision != target["revision"]:
+        raise ArtifactConflict(details={"current": _head_ref(head)})
+    return head
+
+
+@transaction.atomic(durable=True)
+def candidate_reject(
+    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: AbstractBaseUser
+) -> Candidate:
+    """Move the exact pending version to the terminal ``rejected`` state. Writes no Artifact."""
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    _advance(candidate, expected_version, status=Candidate.Status.REJECTED, decision_reason=reason)
+    ReviewDecision.objects.create(
+        candidate=candidate,
+        version=expected_version,
+        decision=ReviewDecision.Decision.REJECTED,
+        reviewer=reviewer,
+        reason=reason,
+    )
+    candidate.refresh_from_db()
+    return candidate
