@@ -194,27 +194,24 @@ def build_request(name: str, fields: Mapping[str, Any] | None = None) -> Prepare
     return PreparedRequest(name, operation, json=present)
 
 
-def _error_fields(response: httpx.Response) -> tuple[str | None, str | None, Any]:
-    """(code, message, details) from an ErrorResponse envelope, or Nones when the body is not one."""
-
-    try:
-        body = response.json()
-    except ValueError:
-        return None, None, None
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict):
-        return None, None, None
-    code = error.get("code") if isinstance(error.get("code"), str) else None
-    message = error.get("message") if isinstance(error.get("message"), str) else None
-    return code, message, error.get("details")
-
-
 def _decode_object(response: httpx.Response) -> JSONDict | None:
     try:
         body = response.json()
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
+
+
+def _error_fields(response: httpx.Response) -> tuple[str | None, str | None, Any]:
+    """(code, message, details) from an ErrorResponse envelope, or Nones when the body is not one."""
+
+    body = _decode_object(response)
+    error = body.get("error") if body is not None else None
+    if not isinstance(error, dict):
+        return None, None, None
+    code = error.get("code") if isinstance(error.get("code"), str) else None
+    message = error.get("message") if isinstance(error.get("message"), str) else None
+    return code, message, error.get("details")
 
 
 def decode_response(request: PreparedRequest, response: httpx.Response) -> JSONDict:
