@@ -42,7 +42,7 @@ the request, so an out-of-range value reaching the builder is a Runtime bug, i.e
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,10 +80,8 @@ CONTENT_PREFIX = POLICY + "\n\n" + BEGIN_MARKER + "\n"
 CONTENT_SUFFIX = "\n" + END_MARKER
 
 _ELLIPSIS_BYTES = len(ELLIPSIS.encode("utf-8"))
-# JSON's two-character escapes; every other character below U+0020 becomes a six-byte \u00XX.
-# json.dumps(ensure_ascii=False) escapes nothing else: not DEL, not U+2028/U+2029 (those stay
-# raw, which is valid JSON; we keep json.dumps behaviour rather than add escapes of our own).
-_SHORT_ESCAPES = frozenset('"\\\b\f\n\r\t')
+# Sizes are measured with json.dumps(ensure_ascii=False) itself, which escapes only what JSON
+# requires: not DEL, not U+2028/U+2029 (those stay raw, which is valid JSON).
 
 
 class BuilderInvariantError(Exception):
@@ -166,25 +164,6 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _char_bytes(code: int) -> int:
-    if code < 0x80:
-        return 1
-    if code < 0x800:
-        return 2
-    if code < 0x10000:
-        return 3
-    return 4
-
-
-def _escaped_bytes(char: str, code: int) -> int:
-    """UTF-8 bytes of ``char`` inside a json.dumps(ensure_ascii=False) string."""
-    if char in _SHORT_ESCAPES:
-        return 2
-    if code < 0x20:
-        return 6
-    return _char_bytes(code)
-
-
 def _is_blank(text: str) -> bool:
     return not text.strip()
 
@@ -192,7 +171,8 @@ def _is_blank(text: str) -> bool:
 def _encodable(*texts: str) -> bool:
     try:
         for text in texts:
-            text.encode("utf-8")
+            if not text.isascii():  # ASCII always encodes; only then pay for a trial encode
+                text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
@@ -220,9 +200,20 @@ def _ref_dict(ref: ArtifactRef) -> dict[str, Any]:
 class _Candidate:
     source: str
     make_item: Callable[[str, bool], dict[str, Any]]
+    frame: int  # UTF-8 size of make_item("", False) rendered: the item without its content
 
 
-def _memory_candidate(head: ArtifactRef, hit: MemoryHit) -> _Candidate:
+def _memory_frame_base(head: ArtifactRef) -> int:
+    """Size of a Memory item of ``head`` with empty ids and content; ids add their escaped size."""
+    item = {
+        "citation": {"memory_ref": _ref_dict(head), "entry_id": "", "entry_version_id": ""},
+        "content": "",
+        "truncated": False,
+    }
+    return _utf8_len(_dumps(item))
+
+
+def _memory_candidate(head: ArtifactRef, hit: MemoryHit, frame_base: int) -> _Candidate:
     citation = {
         "memory_ref": _ref_dict(head),
         "entry_id": hit.entry_id,
@@ -232,7 +223,8 @@ def _memory_candidate(head: ArtifactRef, hit: MemoryHit) -> _Candidate:
     def make_item(content: str, truncated: bool) -> dict[str, Any]:
         return {"citation": citation, "content": content, "truncated": truncated}
 
-    return _Candidate(source=hit.text, make_item=make_item)
+    frame = frame_base + _escaped_len(hit.entry_id) + _escaped_len(hit.entry_version_id)
+    return _Candidate(source=hit.text, make_item=make_item, frame=frame)
 
 
 def _experience_candidate(hit: ExperienceHit) -> _Candidate:
@@ -241,70 +233,93 @@ def _experience_candidate(hit: ExperienceHit) -> _Candidate:
     def make_item(content: str, truncated: bool) -> dict[str, Any]:
         return {"citation": citation, "content": content, "truncated": truncated, "kind": EXPERIENCE_FAMILY}
 
-    return _Candidate(source=render_experience_content(hit.content), make_item=make_item)
+    return _Candidate(
+        source=render_experience_content(hit.content),
+        make_item=make_item,
+        frame=_utf8_len(_dumps(make_item("", False))),
+    )
 
 
-@dataclass(frozen=True)
-class _Measured:
-    """Prefix sums over the (capped) source, one entry per code-point cut point.
+def _escaped_len(text: str) -> int:
+    """UTF-8 bytes of ``text`` inside a JSON string (quotes excluded), computed in C.
 
-    ``raw[i]`` is the UTF-8 size of ``source[:i]``; ``escaped[i]`` is its size once JSON-escaped.
-    Both strictly increase with ``i``, so the largest fitting cut is a bisection.
+    ``encode_basestring`` is the very function json.dumps(ensure_ascii=False) uses for strings.
     """
-
-    raw: list[int]
-    escaped: list[int]
-    capped: bool
+    return len(encode_basestring(text).encode("utf-8")) - 2
 
 
-def _measure(source: str) -> _Measured:
-    # Walks at most ITEM_SOURCE_CAP_BYTES + 1 code points, whatever the size of the hit.
-    raw = [0]
-    escaped = [0]
-    raw_total = 0
-    escaped_total = 0
-    for char in source:
-        code = ord(char)
-        size = _char_bytes(code)
-        if raw_total + size > ITEM_SOURCE_CAP_BYTES:
-            return _Measured(raw=raw, escaped=escaped, capped=True)
-        raw_total += size
-        escaped_total += _escaped_bytes(char, code)
-        raw.append(raw_total)
-        escaped.append(escaped_total)
-    return _Measured(raw=raw, escaped=escaped, capped=False)
+def _capped(source: str) -> tuple[str, bool]:
+    """The item content before budgeting: the source, or its longest code-point-safe prefix
+    plus the ellipsis within ``ITEM_SOURCE_CAP_BYTES`` (and whether that cut happened)."""
+    if len(source) * 4 <= ITEM_SOURCE_CAP_BYTES:  # at most 4 bytes per code point
+        return source, False
+    encoded = source.encode("utf-8")
+    if len(encoded) <= ITEM_SOURCE_CAP_BYTES:
+        return source, False
+    # Cutting the bytes and dropping an incomplete trailing sequence is the longest safe prefix.
+    prefix = encoded[: ITEM_SOURCE_CAP_BYTES - _ELLIPSIS_BYTES].decode("utf-8", "ignore")
+    return prefix + ELLIPSIS, True
 
 
 def _fit(candidate: _Candidate, remaining: int) -> tuple[dict[str, Any], int] | None:
-    """The item for ``candidate`` whose rendered size fits ``remaining`` bytes, and that size."""
-    measured = _measure(candidate.source)
-    raw, escaped = measured.raw, measured.escaped
-    # The rendered size of an item is its size with content "" plus the escaped content bytes.
-    frame = {flag: _utf8_len(_dumps(candidate.make_item("", flag))) for flag in (False, True)}
+    """The item for ``candidate`` whose rendered size fits ``remaining`` bytes, and that size.
 
-    if measured.capped:
-        # Longest cut whose "prefix…" stays within the per-item source cap.
-        cap_cut = bisect_right(raw, ITEM_SOURCE_CAP_BYTES - _ELLIPSIS_BYTES) - 1
-        whole = (candidate.source[:cap_cut] + ELLIPSIS, True, escaped[cap_cut] + _ELLIPSIS_BYTES)
-        last_cut = cap_cut
-    else:
-        whole = (candidate.source, False, escaped[-1])
-        # A truncated form is always a strict prefix; the whole text is never marked truncated.
-        last_cut = len(raw) - 2
-
-    content, truncated, content_escaped = whole
-    size = frame[truncated] + content_escaped
+    Sizes are exact and computed incrementally: an item's rendered size is its frame (the item
+    rendered with empty content) plus the escaped size of its content. A cut is searched for
+    only when needed, over code points, with C-speed size probes (interpolation, falling back to
+    bisection), so the envelope is never re-rendered per probe.
+    """
+    frame_plain = candidate.frame
+    frame_cut = frame_plain - 1  # "truncated":true is one byte shorter than "truncated":false
+    allowance = remaining - frame_cut - _ELLIPSIS_BYTES
+    if allowance < MIN_TRUNCATED_BYTES - _ELLIPSIS_BYTES:
+        # No truncated form can fit; the whole content only if it is short. Every code point
+        # takes at least one byte, and a capped content keeps over 400 code points.
+        if frame_plain + min(len(candidate.source), 400) > remaining:
+            return None
+    content, truncated = _capped(candidate.source)
+    content_escaped = _escaped_len(content)
+    size = (frame_cut if truncated else frame_plain) + content_escaped
     if size <= remaining:
         return candidate.make_item(content, truncated), size
 
-    allowance = remaining - frame[True] - _ELLIPSIS_BYTES
-    if allowance < 0 or last_cut < 0:
+    # Largest prefix P with frame + escaped(P) + ellipsis <= remaining and raw(P) + ellipsis >=
+    # MIN_TRUNCATED_BYTES. Escaped size >= raw size, so a too-small allowance fails at once.
+    if allowance < MIN_TRUNCATED_BYTES - _ELLIPSIS_BYTES:
         return None
-    cut = bisect_right(escaped, allowance, 0, last_cut + 1) - 1
-    if cut < 0 or raw[cut] + _ELLIPSIS_BYTES < MIN_TRUNCATED_BYTES:
+    source = candidate.source
+    # A truncated form is a strict prefix of the (capped) source.
+    if truncated:
+        high = len(content) - 1
+        high_escaped = content_escaped - _ELLIPSIS_BYTES  # escaped size of source[:high]
+    else:
+        high = len(source)
+        high_escaped = content_escaped
+    low, low_escaped = 0, 0
+    # Invariant: escaped(source[:low]) <= allowance < escaped(source[:high]) (sizes grow with
+    # the prefix), so the answer is in [low, high).
+    bisect_next = False
+    while high - low > 1:
+        if bisect_next:
+            middle = (low + high) // 2
+        else:
+            span = high_escaped - low_escaped
+            middle = low + (allowance - low_escaped) * (high - low) // span
+            middle = min(max(middle, low + 1), high - 1)
+        bisect_next = not bisect_next
+        middle_escaped = _escaped_len(source[:middle])
+        if middle_escaped <= allowance:
+            low, low_escaped = middle, middle_escaped
+        else:
+            high, high_escaped = middle, middle_escaped
+    prefix = source[:low]
+    if _utf8_len(prefix) + _ELLIPSIS_BYTES < MIN_TRUNCATED_BYTES:
         return None
-    size = frame[True] + escaped[cut] + _ELLIPSIS_BYTES
-    return candidate.make_item(candidate.source[:cut] + ELLIPSIS, True), size
+    size = frame_cut + low_escaped + _ELLIPSIS_BYTES
+    return candidate.make_item(prefix + ELLIPSIS, True), size
+
+
+_EMPTY_ENVELOPE_BYTES = _utf8_len(render_content(()))
 
 
 class PreparedContextBuilder:
@@ -340,7 +355,7 @@ class PreparedContextBuilder:
             ordered.extend(memories[index : index + 1])
             ordered.extend(experiences[index : index + 1])
 
-        total = _utf8_len(render_content(()))
+        total = _EMPTY_ENVELOPE_BYTES
         items: list[dict[str, Any]] = []
         for candidate in ordered:
             if len(items) >= TOTAL_ITEM_LIMIT:
@@ -392,6 +407,7 @@ class PreparedContextBuilder:
             if not all(isinstance(value, str) for value in (hit.entry_id, hit.entry_version_id, hit.text)):
                 raise BuilderInvariantError("memory hit has a malformed field")
 
+        frame_base = _memory_frame_base(memory_ref)
         seen: set[tuple[str, str]] = set()
         selected: list[_Candidate] = []
         for hit in hits:
@@ -402,7 +418,7 @@ class PreparedContextBuilder:
             fields = (hit.entry_id, hit.entry_version_id, hit.text)
             if any(_is_blank(value) for value in fields) or not _encodable(*fields):
                 continue
-            selected.append(_memory_candidate(memory_ref, hit))
+            selected.append(_memory_candidate(memory_ref, hit, frame_base))
             if len(selected) == MEMORY_ITEM_LIMIT:
                 break
         return selected

@@ -25,8 +25,18 @@ TRIMMED = re.compile("\\S(?:[^\\n\\r\\u2028\\u2029]*\\S)?")  # ECMA "." excludes
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+MAX_DEPTH = 64
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError("non-finite number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e400 overflows: no database stores it
+        raise ValueError("non-finite number")
+    return value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -38,20 +48,29 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _check_strings(value: Any, loc: list[str | int]) -> None:
-    """Reject NUL and unpaired surrogates anywhere: no backend can store them faithfully."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise _single_error(loc, "Strings must not contain NUL (U+0000).", "string_nul")
-        if _SURROGATE.search(value):
-            raise _single_error(loc, "Strings must be valid Unicode (no unpaired surrogates).", "string_unicode")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key, loc)
-            _check_strings(item, [*loc, key])
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_strings(item, [*loc, index])
+def _check_string(value: str, loc: list[str | int]) -> None:
+    if "\x00" in value:
+        raise _single_error(loc, "Strings must not contain NUL (U+0000).", "string_nul")
+    if _SURROGATE.search(value):
+        raise _single_error(loc, "Strings must be valid Unicode (no unpaired surrogates).", "string_unicode")
+
+
+def _check_strings(root: Any) -> None:
+    """Reject NUL, unpaired surrogates and deep nesting anywhere (iteratively, no recursion):
+    no backend can store the first two faithfully, and the last would exhaust the stack."""
+    stack: list[tuple[Any, list[str | int]]] = [(root, [])]
+    while stack:
+        value, loc = stack.pop()
+        if len(loc) > MAX_DEPTH:
+            raise _single_error(loc[:MAX_DEPTH], f"JSON nesting must not exceed {MAX_DEPTH} levels.", "nesting_too_deep")
+        if isinstance(value, str):
+            _check_string(value, loc)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                _check_string(key, loc)
+                stack.append((item, [*loc, key]))
+        elif isinstance(value, list):
+            stack.extend((item, [*loc, index]) for index, item in enumerate(value))
 
 
 def _single_error(loc: list[str | int], msg: str, kind: str) -> InvalidRequest:
@@ -62,12 +81,14 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     """Decode a request body as one strict JSON object (UTF-8, no NaN, no duplicate keys)."""
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
-    except (UnicodeDecodeError, ValueError):
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicates
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise _single_error([], "The body must be one valid JSON object.", "json_invalid") from None
     if not isinstance(data, dict):
         raise _single_error([], "The body must be a JSON object.", "object_type")
-    _check_strings(data, [])
+    _check_strings(data)
     return data
 
 

@@ -142,6 +142,8 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
+    # No OPTIONS metadata: the contract defines none, and it would expose class names.
+    "DEFAULT_METADATA_CLASS": None,
     "EXCEPTION_HANDLER": "context_api.errors.exception_handler",
 }
 

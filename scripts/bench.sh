@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
+export LOG_LEVEL=${LOG_LEVEL:-WARNING}
 mkdir -p bench-results data/bench
 rm -f data/bench/bench.sqlite3*
 echo "=== SQLite ==="

@@ -7,11 +7,9 @@ No database: the builder is pure.
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
-from context_api import builder as builder_module
 from context_api.builder import (
     BEGIN_MARKER,
     CONTENT_PREFIX,
@@ -719,15 +717,6 @@ def test_it_is_deterministic_and_does_not_touch_its_inputs():
 
     assert first == second
     assert (hits, experiences) == snapshot
-
-
-def test_the_escape_table_matches_json_dumps_for_every_code_point():
-    escaped_bytes = builder_module._escaped_bytes
-    codes = [*range(0xD800), *range(0xE000, 0x10000), *range(0x10000, sys.maxunicode + 1, 997)]
-    for code in codes:
-        char = chr(code)
-        expected = len(json.dumps(char, ensure_ascii=False).encode("utf-8")) - 2
-        assert escaped_bytes(char, code) == expected, hex(code)
 
 
 # --- Adversarial rendering ---------------------------------------------------------------------------

@@ -72,13 +72,37 @@ class Command(BaseCommand):
         parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated entry counts")
         parser.add_argument("--samples", type=int, default=200, help="timed operations per measurement")
         parser.add_argument("--json", dest="json_path", help="also write results to this file")
+        parser.add_argument(
+            "--sections", default="store,builder,review", help="comma-separated: store, builder, review"
+        )
+        parser.add_argument("--experiences", type=int, default=10000, help="approved Experiences for the review section")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        sections = {s.strip() for s in options["sections"].split(",") if s.strip()}
+        results: dict[str, Any] = {"database": connection.vendor}
+        if "store" in sections:
+            results["store"] = self.bench_store(options)
+        if "builder" in sections:
+            from powercontext.bench_extra import bench_builder
+
+            results["builder"] = bench_builder(options["samples"])
+            self.stdout.write(json.dumps({"builder": results["builder"]}))
+        if "review" in sections:
+            from powercontext.bench_extra import bench_review
+
+            results["review"] = bench_review(options["samples"], options["experiences"], self.stdout.write)
+        results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        self.stdout.write(json.dumps(results, indent=2))
+        if options["json_path"]:
+            with open(options["json_path"], "w", encoding="utf-8") as handle:
+                json.dump(results, handle, indent=2)
+
+    def bench_store(self, options: dict[str, Any]) -> dict[str, Any]:
         sizes = sorted(int(s) for s in options["sizes"].split(","))
         samples = options["samples"]
         corpus = Corpus()
         queries = [corpus.query() for _ in range(samples)]
-        results: dict[str, Any] = {"database": connection.vendor, "sizes": {}}
+        results: dict[str, Any] = {"sizes": {}}
         seeded = 0
         prepare = _prepare_callable()
         for size in sizes:
@@ -110,23 +134,20 @@ class Command(BaseCommand):
         rebuilt = search.rebuild_index()
         results["rebuild_seconds"] = round(time.perf_counter() - started, 2)
         results["rebuild_rows"] = rebuilt
-        results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         small, large = results["sizes"][str(sizes[0])], results["sizes"][str(sizes[-1])]
         results["ratios"] = {
             f"{key}_{sizes[-1]}_vs_{sizes[0]}": round(large[key] / small[key], 2)
             for key in small
             if key.endswith("_ms") and small[key] > 0
         }
-        self.stdout.write(json.dumps(results, indent=2))
-        if options["json_path"]:
-            with open(options["json_path"], "w", encoding="utf-8") as handle:
-                json.dump(results, handle, indent=2)
+        self.stdout.write(json.dumps({"store": results}))
+        return results
 
 
 def _prepare_callable() -> Callable[[str, str], Any] | None:
     """The prepare path, when this build has it (measured next to search)."""
     try:
-        from context_api.application import ScopedContextApplication, PrepareRequest
+        from context_api.application import PrepareRequest, ScopedContextApplication
     except ImportError:
         return None
     app = ScopedContextApplication()
