@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# Run the benchmarks on a throwaway SQLite database, and on PostgreSQL when BENCH_POSTGRES_URL
-# names a database that may be wiped. Results: bench-results/<vendor>.json.
+# Benchmarks on a throwaway SQLite database, and on PostgreSQL when BENCH_POSTGRES_URL names a
+# database that may be wiped. Each pass: the in-process sections (manage.py bench), then the
+# HTTP section against gunicorn serving the same database (manage.py bench_http).
+# Results: bench-results/<vendor>.json and bench-results/<vendor>-http.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 export LOG_LEVEL=${LOG_LEVEL:-WARNING}
+BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-8765}
+BENCH_WORKERS=${BENCH_WORKERS:-2}
 mkdir -p bench-results data/bench
+
+run_pass() {
+  local name=$1 url=$2; shift 2
+  echo "=== ${name} ==="
+  env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py migrate -v0
+  env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py flush --noinput
+  env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench --json "bench-results/${name}.json" "$@"
+  if [ "${BENCH_SKIP_HTTP:-0}" != "1" ]; then
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" .venv/bin/gunicorn powercontext.wsgi \
+      -w "$BENCH_WORKERS" -b "127.0.0.1:${BENCH_HTTP_PORT}" --log-level warning &
+    local server=$!
+    trap 'kill $server 2>/dev/null || true' EXIT
+    timeout 60 bash -c "until curl -sf http://127.0.0.1:${BENCH_HTTP_PORT}/health/ready >/dev/null; do sleep 0.2; done"
+    env DATABASE_URL="$url" "$PY" manage.py bench_http --url "http://127.0.0.1:${BENCH_HTTP_PORT}" \
+      --json "bench-results/${name}-http.json" || { kill "$server"; exit 1; }
+    kill "$server"; wait "$server" 2>/dev/null || true
+    trap - EXIT
+  fi
+}
+
 rm -f data/bench/bench.sqlite3*
-echo "=== SQLite ==="
-env -u CELERY_BROKER_URL DATABASE_URL="sqlite:///$PWD/data/bench/bench.sqlite3" "$PY" manage.py migrate -v0
-env -u CELERY_BROKER_URL DATABASE_URL="sqlite:///$PWD/data/bench/bench.sqlite3" "$PY" manage.py bench --json bench-results/sqlite.json "$@"
+run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
-  echo "=== PostgreSQL ==="
-  env -u CELERY_BROKER_URL DATABASE_URL="$BENCH_POSTGRES_URL" "$PY" manage.py migrate -v0
-  env -u CELERY_BROKER_URL DATABASE_URL="$BENCH_POSTGRES_URL" "$PY" manage.py flush --noinput
-  env -u CELERY_BROKER_URL DATABASE_URL="$BENCH_POSTGRES_URL" "$PY" manage.py bench --json bench-results/postgresql.json "$@"
+  run_pass postgresql "$BENCH_POSTGRES_URL" "$@"
 else
   echo "NOTE: set BENCH_POSTGRES_URL=postgres://... (a database that may be wiped) to benchmark PostgreSQL too." >&2
 fi

@@ -1,0 +1,98 @@
+"""HTTP benchmark against a running server: prepare vs /health/live latency, and throughput.
+
+Run by scripts/bench.sh against gunicorn serving the benchmark database. The load generator
+shares the machine with the server, so compare figures from one run as ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from typing import Any
+
+import httpx
+from django.core.management.base import BaseCommand, CommandParser
+
+from powercontext.management.commands.bench import SCOPE, Corpus, percentile
+
+
+class Command(BaseCommand):
+    help = "Measure prepare and liveness latency and prepare throughput against --url."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--url", required=True)
+        parser.add_argument("--samples", type=int, default=300)
+        parser.add_argument("--clients", type=int, default=8)
+        parser.add_argument("--seconds", type=float, default=10.0, help="duration of the throughput run")
+        parser.add_argument("--json", dest="json_path")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        url, samples = options["url"].rstrip("/"), options["samples"]
+        corpus = Corpus()
+        queries = [corpus.query() for _ in range(samples)]
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for _ in range(20):  # warm up connections and caches
+                client.get("/health/live")
+                client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[0]})
+            live = self._timed(lambda i: client.get("/health/live"), samples)
+            prepare = self._timed(
+                lambda i: client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i], "max_bytes": 8000}),
+                samples,
+            )
+        results: dict[str, Any] = {
+            "live_p50_ms": round(statistics.median(live), 3),
+            "prepare_p50_ms": round(statistics.median(prepare), 3),
+            "prepare_p95_ms": round(percentile(prepare, 0.95), 3),
+            "prepare_vs_live_p50": round(statistics.median(prepare) / statistics.median(live), 2),
+        }
+        results.update(self._throughput(url, queries, options["clients"], options["seconds"]))
+        self.stdout.write(json.dumps(results, indent=2))
+        if options["json_path"]:
+            with open(options["json_path"], "w", encoding="utf-8") as handle:
+                json.dump(results, handle, indent=2)
+
+    @staticmethod
+    def _timed(call: Any, samples: int) -> list[float]:
+        out = []
+        for i in range(samples):
+            start = time.perf_counter()
+            response = call(i)
+            out.append((time.perf_counter() - start) * 1000)
+            if response.status_code != 200:
+                raise RuntimeError(f"unexpected status {response.status_code}")
+        return out
+
+    @staticmethod
+    def _throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:
+        deadline = time.perf_counter() + seconds
+        counts = [0] * clients
+        errors = [0] * clients
+        barrier = threading.Barrier(clients)
+
+        def run(index: int) -> None:
+            with httpx.Client(base_url=url, timeout=30) as client:
+                barrier.wait()
+                i = index
+                while time.perf_counter() < deadline:
+                    response = client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i % len(queries)]})
+                    if response.status_code == 200:
+                        counts[index] += 1
+                    else:
+                        errors[index] += 1
+                    i += clients
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        return {
+            "throughput_clients": clients,
+            "throughput_requests": sum(counts),
+            "throughput_errors": sum(errors),
+            "throughput_rps": round(sum(counts) / elapsed, 1),
+        }
