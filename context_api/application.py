@@ -1,9 +1,10 @@
 """The scoped Context application: one prepare per agent turn.
 
-It resolves nothing twice: the Memory search statement itself reads the scope's current head,
-so every Memory hit cites the revision that one statement saw (a head committed meanwhile
-cannot leak into this response). Approved-Experience search reads Artifact heads the same way.
-Typed hits then go to the pure builder. Nothing is written; the query is never logged.
+One statement reads everything a prepare needs: the Memory candidates of the scope's current
+head (with that head's revision, so every hit cites the revision the statement saw; a head
+committed meanwhile cannot leak into this response) and the approved, current Experience
+candidates. Typed hits then go to the pure builder. Nothing is written; the query is never
+logged.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from context_api.builder import (
 )
 from powercontext.exceptions import InvariantFailure
 from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
-from powercontext.selectors import experience as experience_selectors
-from powercontext.selectors import memory as memory_selectors
+from powercontext.selectors import context as context_selectors
 
 logger = logging.getLogger("powercontext.prepare")
 
@@ -49,8 +49,11 @@ class ScopedContextApplication:
         fail; database errors propagate to the HTTP error mapping (503 when unreachable).
         """
         started = time.perf_counter()
-        memory = memory_selectors.memory_search(
-            scope_id=request.scope_id, query=request.query, limit=MEMORY_CANDIDATE_WINDOW, resolve_empty_head=False
+        memory, experiences = context_selectors.context_candidates(
+            scope_id=request.scope_id,
+            query=request.query,
+            memory_limit=MEMORY_CANDIDATE_WINDOW,
+            experience_limit=EXPERIENCE_CANDIDATE_WINDOW,
         )
         memory_ref = (
             ArtifactRef(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=memory.revision)
@@ -75,9 +78,7 @@ class ScopedContextApplication:
                     situation=hit.situation, action=hit.action, outcome=hit.outcome, lesson=hit.lesson
                 ),
             )
-            for hit in experience_selectors.experience_search(
-                scope_id=request.scope_id, query=request.query, limit=EXPERIENCE_CANDIDATE_WINDOW
-            )
+            for hit in experiences
         ]
         try:
             prepared = self.builder.build(

@@ -251,73 +251,111 @@ class ExperienceSearchRow:
     score: float
 
 
-def _run_search(index: Index, scope_id: str, query: str, limit: int, select: str, joins: str, where: str) -> list[tuple[Any, ...]]:
+@dataclass(frozen=True)
+class _Ranked:
+    """One ranked, scope- and head-filtered query over one index (a SELECT with ORDER/LIMIT).
+
+    Every query selects the same ten columns, with typed NULLs where a source has no value, so
+    that Memory and Experience can be read by one statement (one snapshot): source tag, pk, id,
+    version id, version, kind, text, head revision, content, relevance.
+    """
+
+    index: Index
+    tag: str
+    select: str
+    joins: str
+    where: str
+
+    def sql(self, db: Engine) -> str:
+        source, match, relevance, direction = db.match_sql(self.index)
+        return (
+            f"SELECT '{self.tag}' AS src, {self.select}, {relevance} AS relevance FROM {source} {self.joins}"
+            f" WHERE {match} AND d.scope_id = %s AND {self.where}"
+            f" ORDER BY relevance {direction}, d.{self.index.key} ASC LIMIT %s"
+        )
+
+    @staticmethod
+    def params(db: Engine, scope_id: str, tokens: list[str], limit: int) -> list[Any]:
+        return [db.match_param(tokens), scope_id, scope_id, limit]
+
+
+_MEMORY_QUERY = _Ranked(
+    MEMORY_INDEX,
+    "m",
+    "m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text, a.current_revision, CAST(NULL AS jsonb)",
+    f" JOIN {MemoryMembership._meta.db_table} m ON m.id = d.membership_id"
+    f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
+    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'",
+    "m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active'",
+)
+_EXPERIENCE_QUERY = _Ranked(
+    EXPERIENCE_INDEX,
+    "e",
+    "a.id, a.artifact_id, CAST(NULL AS text), CAST(NULL AS integer), CAST(NULL AS text), CAST(NULL AS text),"
+    " a.current_revision, r.content",
+    f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
+    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision",
+    f"a.scope_id = %s AND a.family = '{EXPERIENCE_FAMILY}' AND a.state = 'active' AND a.current_revision >= 1",
+)
+
+
+def _search(scope_id: str, query: str, limits: list[tuple[_Ranked, int]]) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    """Run the ranked queries with a positive limit as ONE statement (one snapshot)."""
     terms = analyzer.query_terms(query)
-    if not terms or limit < 1:
-        return []
+    wanted = [(ranked, limit) for ranked, limit in limits if limit >= 1]
+    if not terms or not wanted:
+        return [], []
     db = engine()
-    source, match, relevance, direction = db.match_sql(index)
-    sql = (
-        f"SELECT {select}, {relevance} AS relevance FROM {source} {joins}"
-        f" WHERE {match} AND d.scope_id = %s AND {where}"
-        f" ORDER BY relevance {direction}, d.{index.key} ASC LIMIT %s"
-    )
+    tokens = _tokens(scope_id, terms)
+    if len(wanted) == 1:
+        sql = wanted[0][0].sql(db)
+    else:
+        parts = [f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)]
+        sql = " UNION ALL ".join(parts) + " ORDER BY 1, 10 DESC, 2"
+    params: list[Any] = []
+    for ranked, limit in wanted:
+        params.extend(ranked.params(db, scope_id, tokens, limit))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [db.match_param(_tokens(scope_id, terms)), scope_id, scope_id, limit])
-        return cursor.fetchall()
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    memory: list[MemorySearchRow] = []
+    experience: list[ExperienceSearchRow] = []
+    for r in rows:
+        if r[0] == "m":
+            memory.append(
+                MemorySearchRow(
+                    membership_id=r[1], entry_id=r[2], entry_version_id=r[3], version=r[4], kind=r[5], text=r[6],
+                    head_revision=r[7], score=_score(db.relevance(r[9])),
+                )
+            )
+        else:
+            experience.append(
+                ExperienceSearchRow(
+                    artifact_pk=r[1], family=EXPERIENCE_FAMILY, artifact_id=r[2], revision=r[7],
+                    content=json.loads(r[8]) if isinstance(r[8], str) else r[8], score=_score(db.relevance(r[9])),
+                )
+            )
+    return memory, experience
 
 
 def search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
     """Ranked active entries of the scope's current Memory head, with the head's revision."""
-    joins = (
-        f" JOIN {MemoryMembership._meta.db_table} m ON m.id = d.membership_id"
-        f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
-        f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
-        f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
-        f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
-    )
-    rows = _run_search(
-        MEMORY_INDEX,
-        scope_id,
-        query,
-        limit,
-        "m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text, a.current_revision",
-        joins,
-        "m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active'",
-    )
-    db = engine()
-    return [
-        MemorySearchRow(
-            membership_id=r[0], entry_id=r[1], entry_version_id=r[2], version=r[3], kind=r[4], text=r[5],
-            head_revision=r[6], score=_score(db.relevance(r[7])),
-        )
-        for r in rows
-    ]
+    return _search(scope_id, query, [(_MEMORY_QUERY, limit)])[0]
 
 
 def search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceSearchRow]:
     """Ranked approved, current Experience heads of the scope, with their current content."""
-    joins = (
-        f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
-        f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    )
-    rows = _run_search(
-        EXPERIENCE_INDEX,
-        scope_id,
-        query,
-        limit,
-        "a.id, a.family, a.artifact_id, a.current_revision, r.content",
-        joins,
-        f"a.scope_id = %s AND a.family = '{EXPERIENCE_FAMILY}' AND a.state = 'active' AND a.current_revision >= 1",
-    )
-    db = engine()
-    return [
-        ExperienceSearchRow(
-            artifact_pk=r[0], family=r[1], artifact_id=r[2], revision=r[3],
-            content=json.loads(r[4]) if isinstance(r[4], str) else r[4], score=_score(db.relevance(r[5])),
-        )
-        for r in rows
-    ]
+    return _search(scope_id, query, [(_EXPERIENCE_QUERY, limit)])[1]
+
+
+def search_context(
+    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    """Memory and Experience candidates for one prepare, read by one statement: one snapshot,
+    one round trip. Each source keeps its own ranking and limit."""
+    return _search(scope_id, query, [(_MEMORY_QUERY, memory_limit), (_EXPERIENCE_QUERY, experience_limit)])
 
 
 # --- maintenance inside the writers' transactions ------------------------------------------------

@@ -37,7 +37,7 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     # The embedded default must start with no configuration. The key only signs sessions and
     # CSRF tokens of the local Review Inbox; service deployments must set SECRET_KEY.
-    SECRET_KEY = "powercontext-local-insecure-key-set-SECRET_KEY-in-service-mode"
+    SECRET_KEY = "powercontext-local-insecure-key-set-SECRET_KEY-in-service-mode"  # noqa: S105
 
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])

@@ -120,7 +120,7 @@ def candidate_propose(
 def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Candidate:
     """Lock the candidate row and check it is pending at ``expected_version``."""
     candidate = (
-        Candidate.objects.select_for_update()
+        Candidate.objects.select_for_update(of=("self",))  # lock the candidate row only
         .filter(scope_id=scope_id, candidate_id=candidate_id)
         .select_related("latest")
         .first()

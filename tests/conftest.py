@@ -110,3 +110,19 @@ def api(db: None) -> Api:
 @pytest.fixture
 def vendor() -> str:
     return connection.vendor
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Give each test run its own test database, so concurrent runs on one machine (a developer
+    running the suite while CI or another checkout does) never destroy each other's database."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    test = db.setdefault("TEST", {})
+    pid = os.getpid()
+    if db["ENGINE"].endswith("sqlite3"):
+        base = str(test.get("NAME") or "test-powercontext.sqlite3")
+        test["NAME"] = base.replace(".sqlite3", f"-{pid}.sqlite3")
+    else:
+        test["NAME"] = f"test_{db['NAME']}_{pid}"

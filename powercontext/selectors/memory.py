@@ -164,6 +164,13 @@ def memory_search(*, scope_id: str, query: str, limit: int, resolve_empty_head: 
     if not rows:
         revision = memory_head_revision(scope_id=scope_id) if resolve_empty_head else None
         return SearchResult(revision=revision, hits=[])
+    return search_result(rows)
+
+
+def search_result(rows: list[search.MemorySearchRow]) -> SearchResult:
+    """Typed hits of rows read by one statement (so they share one head revision)."""
+    if not rows:
+        return SearchResult(revision=None, hits=[])
     revision = rows[0].head_revision
     return SearchResult(
         revision=revision,

@@ -150,19 +150,19 @@ def test_an_unreachable_database_is_503(api: Api, monkeypatch: pytest.MonkeyPatc
     def down(*args: Any, **kwargs: Any) -> Any:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(search, "search_memory", down)
+    monkeypatch.setattr(search, "search_context", down)
     response = prepare(api, "repo", "anything")
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "runtime_not_ready"
 
 
 def test_a_hit_from_another_revision_is_a_500_without_content(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    def inconsistent(**kwargs: Any) -> SearchResult:
+    def inconsistent(**kwargs: Any) -> tuple[SearchResult, list[Any]]:
         hits = [SearchHit(revision=3, entry_id="e1", entry_version_id="v1", text="a", score=0.5),
                 SearchHit(revision=4, entry_id="e2", entry_version_id="v2", text="b", score=0.4)]
-        return SearchResult(revision=3, hits=hits)
+        return SearchResult(revision=3, hits=hits), []
 
-    monkeypatch.setattr(application.memory_selectors, "memory_search", inconsistent)
+    monkeypatch.setattr(application.context_selectors, "context_candidates", inconsistent)
     response = prepare(api, "repo", "anything")
     assert response.status_code == 500
     assert response.json() == {
@@ -172,17 +172,18 @@ def test_a_hit_from_another_revision_is_a_500_without_content(api: Api, monkeypa
 
 def test_a_head_committed_during_a_request_does_not_change_its_response(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     api.remember("repo", "snapshot rule one")
-    original = application.experience_selectors.experience_search
+    original = application.context_selectors.context_candidates
 
     def write_meanwhile(**kwargs: Any) -> Any:
+        found = original(**kwargs)
         api.remember("repo", "snapshot rule two written mid-request")
-        return original(**kwargs)
+        return found
 
-    monkeypatch.setattr(application.experience_selectors, "experience_search", write_meanwhile)
+    monkeypatch.setattr(application.context_selectors, "context_candidates", write_meanwhile)
     items = items_of(prepare(api, "repo", "snapshot rule").json())
     assert [i["content"] for i in items] == ["snapshot rule one"]
     assert items[0]["citation"]["memory_ref"]["revision"] == 1
-    monkeypatch.setattr(application.experience_selectors, "experience_search", original)
+    monkeypatch.setattr(application.context_selectors, "context_candidates", original)
     assert len(items_of(prepare(api, "repo", "snapshot rule").json())) == 2
 
 

@@ -113,8 +113,10 @@ class Command(BaseCommand):
             seed_seconds = time.perf_counter() - started
             remember = timed(lambda: memory_remember(scope_id=SCOPE, kind="note", text=corpus.note()), samples)
             seeded += samples
-            query_iter = iter(queries * 2)
-            searches = timed(lambda: memory_search(scope_id=SCOPE, query=next(query_iter), limit=10), samples)
+            search_queries = iter(queries * 2)
+            searches = timed(
+                lambda q=search_queries: memory_search(scope_id=SCOPE, query=next(q), limit=10), samples
+            )
             row: dict[str, Any] = {
                 "entries": seeded,
                 "seed_seconds": round(seed_seconds, 2),
@@ -124,8 +126,8 @@ class Command(BaseCommand):
                 "search_p95_ms": round(percentile(searches, 0.95), 3),
             }
             if prepare is not None:
-                query_iter = iter(queries * 2)
-                prepares = timed(lambda: prepare(SCOPE, next(query_iter)), samples)
+                prepare_queries = iter(queries * 2)
+                prepares = timed(lambda q=prepare_queries: prepare(SCOPE, next(q)), samples)
                 row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
                 row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
             results["sizes"][str(size)] = row
