@@ -104,6 +104,29 @@ def memory_list_entries(*, scope_id: str, include_inactive: bool = False) -> tup
     return revision, [entry_view(m, m.entry_version, m.entry, revision) for m in rows]
 
 
+def find_membership(
+    *, scope_id: str, entry_id: str, entry_version_id: str, revision: int | None
+) -> MemoryMembership | None:
+    """The membership of an exact entry version: open in the head (``revision`` None) or in
+    revision ``revision``. Looks the version up by its unique id first, so the cost does not
+    grow with the size of the scope's Memory."""
+    version = (
+        MemoryEntryVersion.objects.select_related("entry")
+        .filter(scope_id=scope_id, entry_version_id=entry_version_id)
+        .first()
+    )
+    if version is None or version.entry.entry_id != entry_id:
+        return None
+    rows = MemoryMembership.objects.filter(entry_version=version)
+    rows = rows.filter(to_revision__isnull=True) if revision is None else rows.filter(_in_revision(revision))
+    membership = rows.first()
+    if membership is not None:
+        # Reuse the rows already read instead of two more queries.
+        membership.entry_version = version
+        membership.entry = version.entry
+    return membership
+
+
 def memory_get_entry(
     *, scope_id: str, family: str, artifact_id: str, revision: int, entry_id: str, entry_version_id: str
 ) -> EntryView:
@@ -117,15 +140,8 @@ def memory_get_entry(
     head = memory_head_revision(scope_id=scope_id)
     if head is None or revision < 1 or revision > head:
         raise MemoryNotFound()
-    membership = (
-        MemoryMembership.objects.select_related("entry", "entry_version")
-        .filter(_in_revision(revision))
-        .filter(
-            scope_id=scope_id,
-            entry__entry_id=entry_id,
-            entry_version__entry_version_id=entry_version_id,
-        )
-        .first()
+    membership = find_membership(
+        scope_id=scope_id, entry_id=entry_id, entry_version_id=entry_version_id, revision=revision
     )
     if membership is None:
         raise MemoryNotFound()

@@ -27,7 +27,7 @@ from powercontext.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
-from powercontext.selectors.memory import EntryView, entry_view
+from powercontext.selectors.memory import EntryView, entry_view, find_membership
 
 
 @dataclass(frozen=True)
@@ -123,12 +123,13 @@ def memory_remember(
             details={"expected_revision": expected_revision, "current_revision": head.current_revision}
         )
     digest = content_digest(kind, text)
-    duplicate = MemoryMembership.objects.filter(
-        scope_id=scope_id,
-        to_revision__isnull=True,
-        state=MemoryMembership.State.ACTIVE,
-        entry_version__scope_id=scope_id,
-        entry_version__content_sha256=digest,
+    # Versions with this content (almost always none) first, by their own index; only then
+    # whether one of them is active in the head. Costs O(1), whatever the size of the head.
+    same_content = list(
+        MemoryEntryVersion.objects.filter(scope_id=scope_id, content_sha256=digest).values_list("pk", flat=True)
+    )
+    duplicate = bool(same_content) and MemoryMembership.objects.filter(
+        entry_version_id__in=same_content, to_revision__isnull=True, state=MemoryMembership.State.ACTIVE
     ).exists()
     if duplicate:
         # Remembering what the head already holds is a successful no-op: no revision, no entry.
@@ -165,15 +166,8 @@ def _locked_membership(scope_id: str, citation: Citation) -> tuple[Artifact, Mem
         raise RevisionConflict(
             details={"expected_revision": citation.revision, "current_revision": head.current_revision}
         )
-    membership = (
-        MemoryMembership.objects.select_related("entry", "entry_version")
-        .filter(
-            scope_id=scope_id,
-            to_revision__isnull=True,
-            entry__entry_id=citation.entry_id,
-            entry_version__entry_version_id=citation.entry_version_id,
-        )
-        .first()
+    membership = find_membership(
+        scope_id=scope_id, entry_id=citation.entry_id, entry_version_id=citation.entry_version_id, revision=None
     )
     if membership is None:
         raise MemoryNotFound()
