@@ -13,8 +13,8 @@ from rest_framework.views import APIView
 
 from context_api import render
 from context_api.application import PrepareRequest, ScopedContextApplication
-from context_api.builder import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES, SCHEMA
 from context_api.auth import authenticate
+from context_api.builder import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES, SCHEMA
 from context_api.validation import (
     NON_BLANK,
     MemoryCitationSerializer,

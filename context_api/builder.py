@@ -42,9 +42,9 @@ the request, so an out-of-range value reaching the builder is a Runtime bug, i.e
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 MEMORY_CANDIDATE_WINDOW = 16

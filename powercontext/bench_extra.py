@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
