@@ -132,7 +132,9 @@ class ReadinessApi(APIView):
             "migrations": "ready" if migrated else ("unknown" if not reachable else "pending"),
         }
         ready = reachable and migrated
-        return Response({"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503)
+        return Response(
+            {"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503
+        )
 
 
 class CapabilitiesApi(APIView):
@@ -190,7 +192,9 @@ class RememberMemoryApi(BaseApi):
         scope_id = scope_field()
         kind = StrictCharField(min_length=1, max_length=128)
         text = StrictCharField(min_length=1)
-        reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True, allow_blank=True, default=None)
+        reason = StrictCharField(
+            max_length=REASON_MAX_CHARS, required=False, allow_null=True, allow_blank=True, default=None
+        )
         expected_revision = StrictIntegerField(min_value=1, required=False, allow_null=True, default=None)
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -216,7 +220,9 @@ class SearchMemoryApi(BaseApi):
             raise CapabilityNotSupported(details={"capability": f"search_mode:{data['mode']}"})
         if not NON_BLANK.search(data["query"]):
             raise field_error(["query"], "Must contain a non-whitespace character.", "string_blank")
-        result = memory_selectors.memory_search(scope_id=data["scope_id"], query=data["query"], limit=data["limit"])
+        result = memory_selectors.memory_search(
+            scope_id=data["scope_id"], query=data["query"], limit=data["limit"]
+        )
         return {
             "memory": render.memory_ref(result.revision),
             "mode": "fts" if result.revision is not None else None,
@@ -268,7 +274,9 @@ class ReviseMemoryEntryApi(BaseApi):
         citation = MemoryCitationSerializer()
         kind = StrictCharField(min_length=1, max_length=128)
         text = StrictCharField(min_length=1)
-        reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True, allow_blank=True, default=None)
+        reason = StrictCharField(
+            max_length=REASON_MAX_CHARS, required=False, allow_null=True, allow_blank=True, default=None
+        )
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
         mutation = memory_services.memory_revise(
@@ -285,7 +293,9 @@ class RetireMemoryEntryApi(BaseApi):
     class InputSerializer(StrictSerializer):
         scope_id = scope_field()
         citation = MemoryCitationSerializer()
-        reason = StrictCharField(max_length=REASON_MAX_CHARS, required=False, allow_null=True, allow_blank=True, default=None)
+        reason = StrictCharField(
+            max_length=REASON_MAX_CHARS, required=False, allow_null=True, allow_blank=True, default=None
+        )
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
         mutation = memory_services.memory_retire(
@@ -307,11 +317,19 @@ class ListMemoryChangesApi(BaseApi):
         if since is None:
             since = head - 1  # no lower bound given: the head revision's own changes
         if since > head:
-            raise field_error(["since_revision"], "Must not be greater than the current Memory revision.", "revision_unknown")
-        revision, changes = memory_selectors.memory_list_changes(scope_id=data["scope_id"], since_revision=since)
+            raise field_error(
+                ["since_revision"],
+                "Must not be greater than the current Memory revision.",
+                "revision_unknown",
+            )
+        revision, changes = memory_selectors.memory_list_changes(
+            scope_id=data["scope_id"], since_revision=since
+        )
         return {
             "memory": render.memory_ref(revision),
-            "revisions": [{"memory_ref": render.memory_ref(c.revision), "changes": c.changes} for c in changes],
+            "revisions": [
+                {"memory_ref": render.memory_ref(c.revision), "changes": c.changes} for c in changes
+            ],
         }
 
 
@@ -324,7 +342,9 @@ class PrepareContextApi(BaseApi):
     class InputSerializer(StrictSerializer):
         scope_id = scope_field()
         query = StrictCharField(min_length=1, max_length=8192, pattern=NON_BLANK)
-        max_bytes = StrictIntegerField(min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, required=False, default=DEFAULT_MAX_BYTES)
+        max_bytes = StrictIntegerField(
+            min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, required=False, default=DEFAULT_MAX_BYTES
+        )
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
         prepared = _application.prepare(

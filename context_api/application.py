@@ -62,7 +62,9 @@ class ScopedContextApplication:
         )
         memory_hits = [
             MemoryHit(
-                memory_ref=ArtifactRef(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=hit.revision),
+                memory_ref=ArtifactRef(
+                    family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=hit.revision
+                ),
                 entry_id=hit.entry_id,
                 entry_version_id=hit.entry_version_id,
                 text=hit.text,
@@ -73,7 +75,9 @@ class ScopedContextApplication:
         ]
         experience_hits = [
             ExperienceHit(
-                artifact_ref=ArtifactRef(family=hit.family, artifact_id=hit.artifact_id, revision=hit.revision),
+                artifact_ref=ArtifactRef(
+                    family=hit.family, artifact_id=hit.artifact_id, revision=hit.revision
+                ),
                 content=ExperienceContent(
                     situation=hit.situation, action=hit.action, outcome=hit.outcome, lesson=hit.lesson
                 ),

@@ -42,7 +42,9 @@ def error_response(exc: BaseException) -> Response:
     if isinstance(exc, drf_exceptions.APIException):
         # Parsing, authentication and throttling come through our own code paths; anything
         # else DRF raises is a malformed request.
-        return Response(envelope("invalid_request", "The request violates the API contract.", None), status=422)
+        return Response(
+            envelope("invalid_request", "The request violates the API contract.", None), status=422
+        )
     if isinstance(exc, DatabaseError) and _is_unavailable(exc):
         logger.warning("database unavailable error_class=%s", type(exc).__name__)
         not_ready = RuntimeNotReady()

@@ -136,10 +136,16 @@ class ListArtifactCandidatesApi(BaseApi):
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
         page = selectors.candidate_list(
-            scope_id=data["scope_id"], status=data["status"], family=data.get("family"),
-            cursor=data.get("cursor"), limit=data["limit"],
+            scope_id=data["scope_id"],
+            status=data["status"],
+            family=data.get("family"),
+            cursor=data.get("cursor"),
+            limit=data["limit"],
         )
-        return {"candidates": [selectors.candidate_wire(c) for c in page.candidates], "next_cursor": page.next_cursor}
+        return {
+            "candidates": [selectors.candidate_wire(c) for c in page.candidates],
+            "next_cursor": page.next_cursor,
+        }
 
 
 class GetArtifactCandidateApi(BaseApi):
@@ -148,7 +154,9 @@ class GetArtifactCandidateApi(BaseApi):
         candidate_id = id128_field()
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
-        return selectors.candidate_wire(selectors.candidate_get(scope_id=data["scope_id"], candidate_id=data["candidate_id"]))
+        return selectors.candidate_wire(
+            selectors.candidate_get(scope_id=data["scope_id"], candidate_id=data["candidate_id"])
+        )
 
 
 class _ReviewerApi(BaseApi):
@@ -168,8 +176,10 @@ class ApproveArtifactCandidateApi(_ReviewerApi):
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
         candidate = services.candidate_approve(
-            scope_id=data["scope_id"], candidate_id=data["candidate_id"],
-            expected_version=data["expected_version"], reviewer=self.reviewer,
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data["expected_version"],
+            reviewer=self.reviewer,
         )
         return selectors.candidate_wire(candidate)
 
@@ -183,8 +193,11 @@ class RejectArtifactCandidateApi(_ReviewerApi):
 
     def run(self, data: dict[str, Any]) -> dict[str, Any]:
         candidate = services.candidate_reject(
-            scope_id=data["scope_id"], candidate_id=data["candidate_id"],
-            expected_version=data["expected_version"], reason=data["reason"], reviewer=self.reviewer,
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data["expected_version"],
+            reason=data["reason"],
+            reviewer=self.reviewer,
         )
         return selectors.candidate_wire(candidate)
 
@@ -200,8 +213,10 @@ class ReviseArtifactCandidateApi(_ReviewerApi):
         family = selectors.candidate_get(scope_id=data["scope_id"], candidate_id=data["candidate_id"]).family
         proposal = _validated_proposal(family, data["proposal"])
         candidate = services.candidate_revise(
-            scope_id=data["scope_id"], candidate_id=data["candidate_id"],
-            expected_version=data["expected_version"], submission=_submission(data, proposal),
+            scope_id=data["scope_id"],
+            candidate_id=data["candidate_id"],
+            expected_version=data["expected_version"],
+            submission=_submission(data, proposal),
             reviewer=self.reviewer,
         )
         return selectors.candidate_wire(candidate)
@@ -219,10 +234,17 @@ class _GetArtifactApi(BaseApi):
         if ref["family"] != self.family:
             raise ArtifactNotFound()
         revision = selectors.artifact_revision_get(
-            scope_id=data["scope_id"], family=ref["family"], artifact_id=ref["artifact_id"], revision=ref["revision"]
+            scope_id=data["scope_id"],
+            family=ref["family"],
+            artifact_id=ref["artifact_id"],
+            revision=ref["revision"],
         )
         return {
-            "artifact": {"family": revision.family, "artifact_id": revision.artifact_id, "revision": revision.revision},
+            "artifact": {
+                "family": revision.family,
+                "artifact_id": revision.artifact_id,
+                "revision": revision.revision,
+            },
             "content": revision.content,
             "source_refs": revision.source_refs,
             "artifact_refs": revision.artifact_refs,

@@ -62,7 +62,9 @@ def _check_strings(root: Any) -> None:
     while stack:
         value, loc = stack.pop()
         if len(loc) > MAX_DEPTH:
-            raise _single_error(loc[:MAX_DEPTH], f"JSON nesting must not exceed {MAX_DEPTH} levels.", "nesting_too_deep")
+            raise _single_error(
+                loc[:MAX_DEPTH], f"JSON nesting must not exceed {MAX_DEPTH} levels.", "nesting_too_deep"
+            )
         if isinstance(value, str):
             _check_string(value, loc)
         elif isinstance(value, dict):
@@ -247,7 +249,11 @@ def normalize_text(value: str) -> str:
 
 
 def normalized(
-    value: str | None, loc: str, *, max_bytes: int | None = None, max_chars: int | None = None,
+    value: str | None,
+    loc: str,
+    *,
+    max_bytes: int | None = None,
+    max_chars: int | None = None,
     blank_to_none: bool = False,
 ) -> str | None:
     """NFC + strip a field; blank is an error (or None when ``blank_to_none``)."""
@@ -259,9 +265,13 @@ def normalized(
             return None
         raise field_error([loc], "Must contain a non-whitespace character.", "string_blank")
     if max_bytes is not None and len(result.encode("utf-8")) > max_bytes:
-        raise field_error([loc], f"Must not exceed {max_bytes} UTF-8 bytes after normalization.", "string_too_long")
+        raise field_error(
+            [loc], f"Must not exceed {max_bytes} UTF-8 bytes after normalization.", "string_too_long"
+        )
     if max_chars is not None and len(result) > max_chars:
-        raise field_error([loc], f"Must not exceed {max_chars} characters after normalization.", "string_too_long")
+        raise field_error(
+            [loc], f"Must not exceed {max_chars} characters after normalization.", "string_too_long"
+        )
     return result
 
 

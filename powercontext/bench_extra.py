@@ -39,11 +39,17 @@ def bench_builder(samples: int) -> dict[str, Any]:
     """Builder cost vs rendering its final output once, for typical and for worst-case hits."""
     rng = random.Random(3)
     typical = [
-        " ".join(rng.choice(["deploy", "migrate", "tests", "cache", "the", "after", "run", "api"]) for _ in range(rng.randint(15, 60)))
+        " ".join(
+            rng.choice(["deploy", "migrate", "tests", "cache", "the", "after", "run", "api"])
+            for _ in range(rng.randint(15, 60))
+        )
         for _ in range(16)
     ]
-    worst = ["".join(rng.choice("abcdé漢\\\"\n ") for _ in range(rng.randint(200, 2600))) for _ in range(16)]
-    return {"typical_16_short_ascii_hits": _bench_builder_case(typical, samples), "worst_16_long_escaped_hits": _bench_builder_case(worst, samples)}
+    worst = ["".join(rng.choice('abcdé漢\\"\n ') for _ in range(rng.randint(200, 2600))) for _ in range(16)]
+    return {
+        "typical_16_short_ascii_hits": _bench_builder_case(typical, samples),
+        "worst_16_long_escaped_hits": _bench_builder_case(worst, samples),
+    }
 
 
 def _bench_builder_case(texts: list[str], samples: int) -> dict[str, Any]:
@@ -53,7 +59,9 @@ def _bench_builder_case(texts: list[str], samples: int) -> dict[str, Any]:
     result = builder.build(memory_ref=head, memory_hits=hits, experience_hits=[], max_bytes=8000)
     assert result.content is not None
     items = json.loads(result.content[len(CONTENT_PREFIX) : -len(CONTENT_SUFFIX)])["items"]
-    build = timed(lambda: builder.build(memory_ref=head, memory_hits=hits, experience_hits=[], max_bytes=8000), samples)
+    build = timed(
+        lambda: builder.build(memory_ref=head, memory_hits=hits, experience_hits=[], max_bytes=8000), samples
+    )
     render = timed(lambda: render_content(items), samples)
     return {
         "build": _p(build),
@@ -66,13 +74,20 @@ def _bench_builder_case(texts: list[str], samples: int) -> dict[str, Any]:
 
 def _reviewer() -> Any:
     user, _ = get_user_model().objects.get_or_create(username="bench-reviewer")
-    user.user_permissions.add(Permission.objects.get(codename="review_candidate", content_type__app_label="review"))
+    user.user_permissions.add(
+        Permission.objects.get(codename="review_candidate", content_type__app_label="review")
+    )
     return get_user_model().objects.get(pk=user.pk)
 
 
 def _submission(corpus: Corpus, n: int) -> review_services.Submission:
     return review_services.Submission(
-        proposal={"situation": corpus.note(), "action": corpus.note(), "outcome": corpus.note(), "lesson": f"lesson {n} " + corpus.note()},
+        proposal={
+            "situation": corpus.note(),
+            "action": corpus.note(),
+            "outcome": corpus.note(),
+            "lesson": f"lesson {n} " + corpus.note(),
+        },
         source_refs=[{"name": "content", "source_id": "bench-evidence"}],
         artifact_refs=[],
         target=None,
@@ -81,7 +96,9 @@ def _submission(corpus: Corpus, n: int) -> review_services.Submission:
 
 
 def _approve_one(corpus: Corpus, reviewer: Any, n: int) -> None:
-    candidate = review_services.candidate_propose(scope_id=REVIEW_SCOPE, family="experience", submission=_submission(corpus, n))
+    candidate = review_services.candidate_propose(
+        scope_id=REVIEW_SCOPE, family="experience", submission=_submission(corpus, n)
+    )
     review_services.candidate_approve(
         scope_id=REVIEW_SCOPE, candidate_id=candidate.candidate_id, expected_version=1, reviewer=reviewer
     )
@@ -98,7 +115,9 @@ def bench_review(samples: int, experiences: int, write: Callable[[str], Any]) ->
 
     def prepare_p50() -> float:
         it = iter(queries * 2)
-        return statistics.median(timed(lambda: app.prepare(PrepareRequest(REVIEW_SCOPE, next(it), 8000)), samples))
+        return statistics.median(
+            timed(lambda: app.prepare(PrepareRequest(REVIEW_SCOPE, next(it), 8000)), samples)
+        )
 
     results: dict[str, Any] = {"prepare_memory_only_p50_ms": round(prepare_p50(), 4)}
     counter = iter(range(10**9))
@@ -110,7 +129,9 @@ def bench_review(samples: int, experiences: int, write: Callable[[str], Any]) ->
     approve_large = timed(lambda: _approve_one(corpus, reviewer, next(counter)), min(samples, 100))
     results["approve_with_10"] = _p(approve_small)
     results[f"approve_with_{experiences}"] = _p(approve_large)
-    results["approve_ratio_p50"] = round(statistics.median(approve_large) / statistics.median(approve_small), 2)
+    results["approve_ratio_p50"] = round(
+        statistics.median(approve_large) / statistics.median(approve_small), 2
+    )
     results["prepare_with_experiences_p50_ms"] = round(prepare_p50(), 4)
     results["prepare_experiences_vs_memory_only"] = round(
         results["prepare_with_experiences_p50_ms"] / results["prepare_memory_only_p50_ms"], 2
@@ -134,11 +155,15 @@ def _bench_inbox(corpus: Corpus, reviewer: Any, samples: int) -> dict[str, Any]:
     pending = 0
     for target in (10, 10000):
         while pending < target:
-            review_services.candidate_propose(scope_id=REVIEW_SCOPE, family="experience", submission=_submission(corpus, pending))
+            review_services.candidate_propose(
+                scope_id=REVIEW_SCOPE, family="experience", submission=_submission(corpus, pending)
+            )
             pending += 1
         with CaptureQueriesContext(connection) as queries:
             assert client.get(url).status_code == 200
         runs = timed(lambda: client.get(url), min(samples, 50))
         out[f"inbox_{target}_pending"] = {**_p(runs), "queries": len(queries)}
-    out["inbox_ratio_p50"] = round(out["inbox_10000_pending"]["p50_ms"] / out["inbox_10_pending"]["p50_ms"], 2)
+    out["inbox_ratio_p50"] = round(
+        out["inbox_10000_pending"]["p50_ms"] / out["inbox_10_pending"]["p50_ms"], 2
+    )
     return out

@@ -251,7 +251,9 @@ class ExperienceSearchDocument(models.Model):
     for pending candidates, historical revisions or Skills).
     """
 
-    head = models.OneToOneField(Artifact, on_delete=models.CASCADE, primary_key=True, related_name="search_document")
+    head = models.OneToOneField(
+        Artifact, on_delete=models.CASCADE, primary_key=True, related_name="search_document"
+    )
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
     terms = models.TextField()
 

@@ -215,13 +215,23 @@ def _memory_scopes() -> list[str]:
 
 def _experience_scopes() -> list[str]:
     return list(
-        Artifact.objects.filter(family=EXPERIENCE_FAMILY).order_by("scope_id").values_list("scope_id", flat=True).distinct()
+        Artifact.objects.filter(family=EXPERIENCE_FAMILY)
+        .order_by("scope_id")
+        .values_list("scope_id", flat=True)
+        .distinct()
     )
 
 
-MEMORY_INDEX = Index("memory", MemorySearchDocument, "membership_id", "memory_fts", _expected_memory, _memory_scopes)
+MEMORY_INDEX = Index(
+    "memory", MemorySearchDocument, "membership_id", "memory_fts", _expected_memory, _memory_scopes
+)
 EXPERIENCE_INDEX = Index(
-    "experience", ExperienceSearchDocument, "head_id", "experience_fts", _expected_experience, _experience_scopes
+    "experience",
+    ExperienceSearchDocument,
+    "head_id",
+    "experience_fts",
+    _expected_experience,
+    _experience_scopes,
 )
 INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
 
@@ -301,7 +311,9 @@ _EXPERIENCE_QUERY = _Ranked(
 )
 
 
-def _search(scope_id: str, query: str, limits: list[tuple[_Ranked, int]]) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+def _search(
+    scope_id: str, query: str, limits: list[tuple[_Ranked, int]]
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
     """Run the ranked queries with a positive limit as ONE statement (one snapshot)."""
     terms = analyzer.query_terms(query)
     wanted = [(ranked, limit) for ranked, limit in limits if limit >= 1]
@@ -326,15 +338,25 @@ def _search(scope_id: str, query: str, limits: list[tuple[_Ranked, int]]) -> tup
         if r[0] == "m":
             memory.append(
                 MemorySearchRow(
-                    membership_id=r[1], entry_id=r[2], entry_version_id=r[3], version=r[4], kind=r[5], text=r[6],
-                    head_revision=r[7], score=_score(db.relevance(r[9])),
+                    membership_id=r[1],
+                    entry_id=r[2],
+                    entry_version_id=r[3],
+                    version=r[4],
+                    kind=r[5],
+                    text=r[6],
+                    head_revision=r[7],
+                    score=_score(db.relevance(r[9])),
                 )
             )
         else:
             experience.append(
                 ExperienceSearchRow(
-                    artifact_pk=r[1], family=EXPERIENCE_FAMILY, artifact_id=r[2], revision=r[7],
-                    content=json.loads(r[8]) if isinstance(r[8], str) else r[8], score=_score(db.relevance(r[9])),
+                    artifact_pk=r[1],
+                    family=EXPERIENCE_FAMILY,
+                    artifact_id=r[2],
+                    revision=r[7],
+                    content=json.loads(r[8]) if isinstance(r[8], str) else r[8],
+                    score=_score(db.relevance(r[9])),
                 )
             )
     return memory, experience
@@ -385,7 +407,11 @@ def unindex_memberships(membership_ids: Iterable[int]) -> None:
 def index_experience_head(head: Artifact) -> None:
     """Make the Experience index row of ``head`` match its current ``searchable_text``."""
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
-    if head.family == EXPERIENCE_FAMILY and head.state == Artifact.State.ACTIVE and head.current_revision >= 1:
+    if (
+        head.family == EXPERIENCE_FAMILY
+        and head.state == Artifact.State.ACTIVE
+        and head.current_revision >= 1
+    ):
         terms = head.searchable_text.split()
         if terms:
             ExperienceSearchDocument.objects.create(
@@ -406,7 +432,9 @@ def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int
         index.model.objects.filter(scope_id=scope).delete()
         batch: list[models.Model] = []
         for pk, doc_scope, terms in index.expected(scope):
-            batch.append(index.model(**{"pk": pk, "scope_id": doc_scope, "terms": db.document_terms(doc_scope, terms)}))
+            batch.append(
+                index.model(**{"pk": pk, "scope_id": doc_scope, "terms": db.document_terms(doc_scope, terms)})
+            )
             if len(batch) >= REBUILD_BATCH:
                 index.model.objects.bulk_create(batch)
                 written += len(batch)

@@ -1,7 +1,7 @@
 """URL routes. /v1 is the public API (context_api); /review is the Review Inbox; /admin audits."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from context_api import apis, review_apis
 
@@ -38,5 +38,7 @@ urlpatterns = [
     path(
         "v1/artifact-candidates/revise", review_apis.ReviseArtifactCandidateApi.as_view(), name="revise_artifact_candidate"
     ),
+    path("review/", include("review.urls")),
+    path("accounts/", include("review.auth_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -33,7 +33,9 @@ class Candidate(models.Model):
     latest = models.ForeignKey(
         "CandidateVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    result_head = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    result_head = models.ForeignKey(
+        Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     result_revision = models.PositiveIntegerField(null=True, blank=True)
     decision_reason = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -95,7 +97,9 @@ class ReviewDecision(models.Model):
     decision = models.CharField(max_length=16, choices=Decision.choices)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     reason = models.TextField(null=True, blank=True)
-    result_head = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    result_head = models.ForeignKey(
+        Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     result_revision = models.PositiveIntegerField(null=True, blank=True)
     decided_at = models.DateTimeField(auto_now_add=True)
 

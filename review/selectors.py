@@ -38,7 +38,15 @@ def _decode_cursor(cursor: str) -> int:
         return int(value)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidRequest(
-            details={"errors": [{"loc": ["body", "cursor"], "msg": "Is not a cursor this server issued.", "type": "cursor_invalid"}]}
+            details={
+                "errors": [
+                    {
+                        "loc": ["body", "cursor"],
+                        "msg": "Is not a cursor this server issued.",
+                        "type": "cursor_invalid",
+                    }
+                ]
+            }
         ) from None
 
 
@@ -48,7 +56,9 @@ class CandidatePage:
     next_cursor: str | None
 
 
-def candidate_list(*, scope_id: str, status: str, family: str | None, cursor: str | None, limit: int) -> CandidatePage:
+def candidate_list(
+    *, scope_id: str, status: str, family: str | None, cursor: str | None, limit: int
+) -> CandidatePage:
     """Candidates of one scope in proposal order (oldest first), ``limit`` per page."""
     rows: QuerySet[Candidate] = Candidate.objects.filter(scope_id=scope_id, status=status)
     if family is not None:

@@ -60,22 +60,32 @@ def _check_evidence(scope_id: str, family: str, submission: Submission) -> None:
     if total < 1 or total > MAX_EVIDENCE:
         raise _invalid([], f"Evidence must hold 1 to {MAX_EVIDENCE} references in total.", "evidence_count")
     for index, ref in enumerate(submission.source_refs):
-        if not Source.objects.filter(scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]).exists():
+        if not Source.objects.filter(
+            scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]
+        ).exists():
             raise _invalid(["source_refs", index], "No such Source in this scope.", "evidence_missing")
     for index, ref in enumerate(submission.artifact_refs):
         exists = ArtifactRevision.objects.filter(
             scope_id=scope_id, family=ref["family"], artifact_id=ref["artifact_id"], revision=ref["revision"]
         ).exists()
         if not exists:
-            raise _invalid(["artifact_refs", index], "No such Artifact revision in this scope.", "evidence_missing")
+            raise _invalid(
+                ["artifact_refs", index], "No such Artifact revision in this scope.", "evidence_missing"
+            )
     target = submission.target
     if target is None:
         return
     if target["family"] != family:
-        raise _invalid(["target", "family"], "The target must be an Artifact of the candidate's family.", "target_family")
+        raise _invalid(
+            ["target", "family"], "The target must be an Artifact of the candidate's family.", "target_family"
+        )
     if _ref(target) not in [_ref(r) for r in submission.artifact_refs]:
-        raise _invalid(["target"], "The target must also be listed in artifact_refs.", "target_not_in_evidence")
-    head = Artifact.objects.filter(scope_id=scope_id, family=family, artifact_id=target["artifact_id"]).first()
+        raise _invalid(
+            ["target"], "The target must also be listed in artifact_refs.", "target_not_in_evidence"
+        )
+    head = Artifact.objects.filter(
+        scope_id=scope_id, family=family, artifact_id=target["artifact_id"]
+    ).first()
     if head is None or head.current_revision < 1:
         raise _invalid(["target"], "The target Artifact does not exist in this scope.", "target_missing")
     if head.current_revision != target["revision"]:
@@ -86,7 +96,9 @@ def _head_ref(head: Artifact) -> dict[str, Any]:
     return {"family": head.family, "artifact_id": head.artifact_id, "revision": head.current_revision}
 
 
-def _write_version(candidate: Candidate, version: int, submission: Submission, user: AbstractBaseUser | None) -> CandidateVersion:
+def _write_version(
+    candidate: Candidate, version: int, submission: Submission, user: AbstractBaseUser | None
+) -> CandidateVersion:
     return CandidateVersion.objects.create(
         candidate=candidate,
         version=version,
@@ -130,22 +142,30 @@ def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Ca
     if candidate.status != Candidate.Status.PENDING:
         raise CandidateTerminal(details={"status": candidate.status})
     if candidate.version != expected_version:
-        raise CandidateConflict(details={"expected_version": expected_version, "current_version": candidate.version})
+        raise CandidateConflict(
+            details={"expected_version": expected_version, "current_version": candidate.version}
+        )
     return candidate
 
 
 def _advance(candidate: Candidate, expected_version: int, **changes: Any) -> None:
     """Compare-and-swap the candidate head from ``expected_version``."""
-    moved = Candidate.objects.filter(pk=candidate.pk, version=expected_version, status=Candidate.Status.PENDING).update(
-        **changes
-    )
+    moved = Candidate.objects.filter(
+        pk=candidate.pk, version=expected_version, status=Candidate.Status.PENDING
+    ).update(**changes)
     if moved != 1:
-        raise CandidateConflict(details={"expected_version": expected_version, "current_version": candidate.version})
+        raise CandidateConflict(
+            details={"expected_version": expected_version, "current_version": candidate.version}
+        )
 
 
 @transaction.atomic(durable=True)
 def candidate_revise(
-    *, scope_id: str, candidate_id: str, expected_version: int, submission: Submission,
+    *,
+    scope_id: str,
+    candidate_id: str,
+    expected_version: int,
+    submission: Submission,
     reviewer: AbstractBaseUser,
 ) -> Candidate:
     """Append a complete replacement proposal as the next pending version."""
@@ -162,7 +182,9 @@ def _after_revision_written() -> None:
 
 
 @transaction.atomic(durable=True)
-def candidate_approve(*, scope_id: str, candidate_id: str, expected_version: int, reviewer: AbstractBaseUser) -> Candidate:
+def candidate_approve(
+    *, scope_id: str, candidate_id: str, expected_version: int, reviewer: AbstractBaseUser
+) -> Candidate:
     """Commit the reviewed proposal as the next Artifact revision and approve the candidate.
 
     Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
@@ -202,7 +224,11 @@ def candidate_approve(*, scope_id: str, candidate_id: str, expected_version: int
     head.refresh_from_db()
     search.index_experience_head(head)
     _advance(
-        candidate, expected_version, status=Candidate.Status.APPROVED, result_head=head, result_revision=revision
+        candidate,
+        expected_version,
+        status=Candidate.Status.APPROVED,
+        result_head=head,
+        result_revision=revision,
     )
     ReviewDecision.objects.create(
         candidate=candidate,

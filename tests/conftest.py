@@ -58,13 +58,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.hook.pytest_deselected(items=[i for i in items if i not in keep])
     items[:] = keep
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    lines = [f"  {count} '{marker}' tests not run here: {missing[marker]}" for marker, count in sorted(dropped.items())]
+    lines = [
+        f"  {count} '{marker}' tests not run here: {missing[marker]}"
+        for marker, count in sorted(dropped.items())
+    ]
     if reporter is not None:
         reporter.write_line("PowerContext: tests deselected for this database/service set:")
         for line in lines:
             reporter.write_line(line)
     if STRICT and _vendor() == "postgresql":
-        raise pytest.UsageError("POWERCONTEXT_TEST_STRICT=1 but a required service is missing:\n" + "\n".join(lines))
+        raise pytest.UsageError(
+            "POWERCONTEXT_TEST_STRICT=1 but a required service is missing:\n" + "\n".join(lines)
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -83,7 +88,14 @@ class Api:
     def _headers(self) -> dict[str, str]:
         return {"HTTP_AUTHORIZATION": f"Bearer {self.token}"} if self.token else {}
 
-    def post(self, path: str, body: Any = None, *, raw: bytes | str | None = None, content_type: str = "application/json"):
+    def post(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | str | None = None,
+        content_type: str = "application/json",
+    ):
         data = raw if raw is not None else json.dumps(body)
         return self.client.post(path, data=data, content_type=content_type, **self._headers())
 
@@ -92,7 +104,9 @@ class Api:
 
     # Convenience wrappers for the Memory operations used everywhere.
     def remember(self, scope_id: str, text: str, kind: str = "note", **extra: Any) -> dict[str, Any]:
-        response = self.post("/v1/memory/remember", {"scope_id": scope_id, "kind": kind, "text": text, **extra})
+        response = self.post(
+            "/v1/memory/remember", {"scope_id": scope_id, "kind": kind, "text": text, **extra}
+        )
         assert response.status_code == 200, response.content
         return response.json()
 

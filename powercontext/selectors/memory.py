@@ -86,7 +86,9 @@ def _in_revision(revision: int) -> Q:
     return Q(from_revision__lte=revision) & (Q(to_revision__isnull=True) | Q(to_revision__gt=revision))
 
 
-def memory_list_entries(*, scope_id: str, include_inactive: bool = False) -> tuple[int | None, list[EntryView]]:
+def memory_list_entries(
+    *, scope_id: str, include_inactive: bool = False
+) -> tuple[int | None, list[EntryView]]:
     """Entries of the current head in creation order (active only unless asked for)."""
     revision = memory_head_revision(scope_id=scope_id)
     if revision is None:
@@ -148,7 +150,9 @@ def memory_get_entry(
     return entry_view(membership, membership.entry_version, membership.entry, revision)
 
 
-def memory_list_changes(*, scope_id: str, since_revision: int | None) -> tuple[int | None, list[RevisionChanges]]:
+def memory_list_changes(
+    *, scope_id: str, since_revision: int | None
+) -> tuple[int | None, list[RevisionChanges]]:
     """Per-revision change lists after ``since_revision`` (exclusive), oldest first.
 
     A positive ``since_revision`` beyond the head is ``MemoryNotFound``.
@@ -166,7 +170,9 @@ def memory_list_changes(*, scope_id: str, since_revision: int | None) -> tuple[i
         .order_by("revision")
         .values_list("revision", "content")
     )
-    return head, [RevisionChanges(revision=rev, changes=list(content.get("changes", []))) for rev, content in rows]
+    return head, [
+        RevisionChanges(revision=rev, changes=list(content.get("changes", []))) for rev, content in rows
+    ]
 
 
 def memory_search(*, scope_id: str, query: str, limit: int, resolve_empty_head: bool = True) -> SearchResult:

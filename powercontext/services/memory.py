@@ -95,7 +95,9 @@ def _commit_revision(head: Artifact, changes: list[dict[str, str | None]]) -> in
     return new
 
 
-def _change(op: str, entry_id: str, before: str | None, after: str | None, reason: str | None) -> dict[str, str | None]:
+def _change(
+    op: str, entry_id: str, before: str | None, after: str | None, reason: str | None
+) -> dict[str, str | None]:
     return {
         "op": op,
         "entry_id": entry_id,
@@ -126,11 +128,16 @@ def memory_remember(
     # Versions with this content (almost always none) first, by their own index; only then
     # whether one of them is active in the head. Costs O(1), whatever the size of the head.
     same_content = list(
-        MemoryEntryVersion.objects.filter(scope_id=scope_id, content_sha256=digest).values_list("pk", flat=True)
+        MemoryEntryVersion.objects.filter(scope_id=scope_id, content_sha256=digest).values_list(
+            "pk", flat=True
+        )
     )
-    duplicate = bool(same_content) and MemoryMembership.objects.filter(
-        entry_version_id__in=same_content, to_revision__isnull=True, state=MemoryMembership.State.ACTIVE
-    ).exists()
+    duplicate = (
+        bool(same_content)
+        and MemoryMembership.objects.filter(
+            entry_version_id__in=same_content, to_revision__isnull=True, state=MemoryMembership.State.ACTIVE
+        ).exists()
+    )
     if duplicate:
         # Remembering what the head already holds is a successful no-op: no revision, no entry.
         return MemoryMutation(revision=head.current_revision, entry=None)
@@ -148,10 +155,16 @@ def memory_remember(
         created_revision=new,
     )
     membership = MemoryMembership.objects.create(
-        scope_id=scope_id, entry=entry, entry_version=version, state=MemoryMembership.State.ACTIVE, from_revision=new
+        scope_id=scope_id,
+        entry=entry,
+        entry_version=version,
+        state=MemoryMembership.State.ACTIVE,
+        from_revision=new,
     )
     search.index_memberships([(membership, text)])
-    committed = _commit_revision(head, [_change("add", entry.entry_id, None, version.entry_version_id, reason)])
+    committed = _commit_revision(
+        head, [_change("add", entry.entry_id, None, version.entry_version_id, reason)]
+    )
     return MemoryMutation(revision=committed, entry=entry_view(membership, version, entry, committed))
 
 
@@ -167,21 +180,43 @@ def _locked_membership(scope_id: str, citation: Citation) -> tuple[Artifact, Mem
             details={"expected_revision": citation.revision, "current_revision": head.current_revision}
         )
     membership = find_membership(
-        scope_id=scope_id, entry_id=citation.entry_id, entry_version_id=citation.entry_version_id, revision=None
+        scope_id=scope_id,
+        entry_id=citation.entry_id,
+        entry_version_id=citation.entry_version_id,
+        revision=None,
     )
     if membership is None:
         raise MemoryNotFound()
     return head, membership
 
 
-def _close(membership: MemoryMembership, revision: int) -> None:
-    closed = MemoryMembership.objects.filter(pk=membership.pk, to_revision__isnull=True).update(to_revision=revision)
+def _replace_membership(
+    membership: MemoryMembership, version: MemoryEntryVersion, state: str, revision: int
+) -> MemoryMembership:
+    """Close ``membership`` at ``revision`` and open the entry's next interval there, keeping
+    the search index in step (only active memberships are indexed)."""
+    search.unindex_memberships([membership.pk])
+    closed = MemoryMembership.objects.filter(pk=membership.pk, to_revision__isnull=True).update(
+        to_revision=revision
+    )
     if closed != 1:  # the head lock makes this impossible; never write past a broken invariant
         raise InvariantFailure()
+    opened = MemoryMembership.objects.create(
+        scope_id=membership.scope_id,
+        entry=membership.entry,
+        entry_version=version,
+        state=state,
+        from_revision=revision,
+    )
+    if state == MemoryMembership.State.ACTIVE:
+        search.index_memberships([(opened, version.text)])
+    return opened
 
 
 @transaction.atomic(durable=True)
-def memory_revise(*, scope_id: str, citation: Citation, kind: str, text: str, reason: str | None = None) -> MemoryMutation:
+def memory_revise(
+    *, scope_id: str, citation: Citation, kind: str, text: str, reason: str | None = None
+) -> MemoryMutation:
     """Replace an active entry's content with a new immutable version in a new revision.
 
     Raises ``MemoryNotFound`` (no Memory, or the entry version is not in the head),
@@ -213,19 +248,18 @@ def memory_revise(*, scope_id: str, citation: Citation, kind: str, text: str, re
         artifact_refs=previous.artifact_refs,
         created_revision=new,
     )
-    search.unindex_memberships([membership.pk])
-    _close(membership, new)
-    opened = MemoryMembership.objects.create(
-        scope_id=scope_id,
-        entry=membership.entry,
-        entry_version=version,
-        state=MemoryMembership.State.ACTIVE,
-        from_revision=new,
-    )
-    search.index_memberships([(opened, text)])
+    opened = _replace_membership(membership, version, MemoryMembership.State.ACTIVE, new)
     committed = _commit_revision(
         head,
-        [_change("revise", membership.entry.entry_id, previous.entry_version_id, version.entry_version_id, reason)],
+        [
+            _change(
+                "revise",
+                membership.entry.entry_id,
+                previous.entry_version_id,
+                version.entry_version_id,
+                reason,
+            )
+        ],
     )
     return MemoryMutation(revision=committed, entry=entry_view(opened, version, membership.entry, committed))
 
@@ -247,15 +281,7 @@ def memory_retire(*, scope_id: str, citation: Citation, reason: str | None = Non
             entry=entry_view(membership, version, membership.entry, head.current_revision),
         )
     new = head.current_revision + 1
-    search.unindex_memberships([membership.pk])
-    _close(membership, new)
-    opened = MemoryMembership.objects.create(
-        scope_id=scope_id,
-        entry=membership.entry,
-        entry_version=version,
-        state=MemoryMembership.State.INACTIVE,
-        from_revision=new,
-    )
+    opened = _replace_membership(membership, version, MemoryMembership.State.INACTIVE, new)
     committed = _commit_revision(
         head,
         [_change("deactivate", membership.entry.entry_id, version.entry_version_id, None, reason)],

@@ -55,7 +55,9 @@ def test_a_retired_entry_is_never_prepared_again(api: Api) -> None:
     kept = api.remember("repo", "deploy on tuesdays only")
     gone = api.remember("repo", "deploy with the old script")
     citation = dict(gone["entry"]["citation"], memory_ref=gone["memory"])
-    assert api.post("/v1/memory/entries/retire", {"scope_id": "repo", "citation": citation}).status_code == 200
+    assert (
+        api.post("/v1/memory/entries/retire", {"scope_id": "repo", "citation": citation}).status_code == 200
+    )
 
     items = items_of(prepare(api, "repo", "deploy").json())
 
@@ -71,7 +73,8 @@ def test_every_citation_resolves_to_the_cited_version_after_the_head_moved_on(ap
     head = api.post("/v1/memory/entries/list", {"scope_id": "repo"}).json()["memory"]
     c0 = dict(prepared[0]["citation"], memory_ref=head)
     revised = api.post(
-        "/v1/memory/entries/revise", {"scope_id": "repo", "citation": c0, "kind": "note", "text": "rewritten step"}
+        "/v1/memory/entries/revise",
+        {"scope_id": "repo", "citation": c0, "kind": "note", "text": "rewritten step"},
     ).json()
     c1 = dict(prepared[1]["citation"], memory_ref=revised["memory"])
     assert api.post("/v1/memory/entries/retire", {"scope_id": "repo", "citation": c1}).status_code == 200
@@ -156,21 +159,31 @@ def test_an_unreachable_database_is_503(api: Api, monkeypatch: pytest.MonkeyPatc
     assert response.json()["error"]["code"] == "runtime_not_ready"
 
 
-def test_a_hit_from_another_revision_is_a_500_without_content(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hit_from_another_revision_is_a_500_without_content(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def inconsistent(**kwargs: Any) -> tuple[SearchResult, list[Any]]:
-        hits = [SearchHit(revision=3, entry_id="e1", entry_version_id="v1", text="a", score=0.5),
-                SearchHit(revision=4, entry_id="e2", entry_version_id="v2", text="b", score=0.4)]
+        hits = [
+            SearchHit(revision=3, entry_id="e1", entry_version_id="v1", text="a", score=0.5),
+            SearchHit(revision=4, entry_id="e2", entry_version_id="v2", text="b", score=0.4),
+        ]
         return SearchResult(revision=3, hits=hits), []
 
     monkeypatch.setattr(application.context_selectors, "context_candidates", inconsistent)
     response = prepare(api, "repo", "anything")
     assert response.status_code == 500
     assert response.json() == {
-        "error": {"code": "internal_error", "message": "The server failed without exposing internal details.", "details": None}
+        "error": {
+            "code": "internal_error",
+            "message": "The server failed without exposing internal details.",
+            "details": None,
+        }
     }
 
 
-def test_a_head_committed_during_a_request_does_not_change_its_response(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_head_committed_during_a_request_does_not_change_its_response(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     api.remember("repo", "snapshot rule one")
     original = application.context_selectors.context_candidates
 
@@ -196,8 +209,14 @@ def test_prepare_writes_nothing(api: Api) -> None:
     assert [m.objects.count() for m in (Artifact, ArtifactRevision, MemoryEntryVersion, Source)] == counts
 
 
-def test_no_log_record_carries_the_query_snippets_or_scope(api: Api, caplog: pytest.LogCaptureFixture) -> None:
-    scope, query, text = "scope-PRIVATE-7f3a", "query-PRIVATE-91c2 deploy", "snippet-PRIVATE-55e0 deploy steps"
+def test_no_log_record_carries_the_query_snippets_or_scope(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    scope, query, text = (
+        "scope-PRIVATE-7f3a",
+        "query-PRIVATE-91c2 deploy",
+        "snippet-PRIVATE-55e0 deploy steps",
+    )
     api.remember(scope, text)
     with caplog.at_level(logging.DEBUG):
         assert prepare(api, scope, query).json()["status"] == "ready"
@@ -211,7 +230,9 @@ def test_no_log_record_carries_the_query_snippets_or_scope(api: Api, caplog: pyt
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_codex_hook_injects_a_live_ready_response_and_reports_empty(live_server: Any, tmp_path: Path) -> None:
+def test_the_codex_hook_injects_a_live_ready_response_and_reports_empty(
+    live_server: Any, tmp_path: Path
+) -> None:
     import httpx
 
     httpx.post(
@@ -223,9 +244,16 @@ def test_the_codex_hook_injects_a_live_ready_response_and_reports_empty(live_ser
         return subprocess.run(
             [sys.executable, str(HOOK)],
             input=json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": prompt, "cwd": str(tmp_path)}),
-            capture_output=True, text=True, timeout=60, check=False,
-            env={"PATH": "/usr/bin:/bin", "POWERCONTEXT_URL": live_server.url, "POWERCONTEXT_SCOPE_ID": "hook-scope",
-                 "POWERCONTEXT_TIMEOUT_SECONDS": "10"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "POWERCONTEXT_URL": live_server.url,
+                "POWERCONTEXT_SCOPE_ID": "hook-scope",
+                "POWERCONTEXT_TIMEOUT_SECONDS": "10",
+            },
         )
 
     ready = run("where do load tests run?")

@@ -19,8 +19,14 @@ def case(case_id: int, text: str, ref: dict[str, object] = REF) -> dict[str, obj
         "request": {"scope_id": "s", "query": "q", "max_bytes": 8000},
         "memory_ref": REF,
         "memory_hits": [
-            {"memory_ref": ref, "entry_id": f"e{case_id}", "entry_version_id": f"v{case_id}", "text": text,
-             "score": 0.5, "matched_by": ["fts"]}
+            {
+                "memory_ref": ref,
+                "entry_id": f"e{case_id}",
+                "entry_version_id": f"v{case_id}",
+                "text": text,
+                "score": 0.5,
+                "matched_by": ["fts"],
+            }
         ],
         "experience_hits": [],
     }
@@ -33,8 +39,13 @@ def test_thousands_of_cases_come_back_in_order_in_one_process() -> None:
     stdin = "\n".join(json.dumps(c) for c in cases) + "\nnot json\n"
 
     result = subprocess.run(
-        [sys.executable, "manage.py", "replay_context"], cwd=ROOT, input=stdin, capture_output=True, text=True,
-        timeout=300, check=True,
+        [sys.executable, "manage.py", "replay_context"],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     )
 
     lines = [json.loads(line) for line in result.stdout.splitlines()]

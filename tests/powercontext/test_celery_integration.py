@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _database_url() -> str:
     s = connection.settings_dict
-    return f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    return (
+        f"postgres://{s['USER']}:{s['PASSWORD']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    )
 
 
 @pytest.fixture
@@ -35,9 +37,24 @@ def worker(tmp_path: Path):
     }
     log = (tmp_path / "worker.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "powercontext", "worker", "--pool=solo", "--concurrency=1",
-         "--loglevel=WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "powercontext",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--loglevel=WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     client = Celery("powercontext-test", broker=broker, backend=broker)
     client.conf.task_serializer = "json"
@@ -62,9 +79,9 @@ def test_a_real_worker_rebuilds_and_verifies_the_index_through_redis(worker: Cel
     # result.get blocks until the worker has consumed the message and run it: no sleeping.
     drift = worker.send_task("powercontext.verify_search_index").get(timeout=120)
     assert drift["missing"] == 30 and drift["ok"] is False
-    assert worker.send_task("powercontext.rebuild_search_index", kwargs={"scope_id": "worker-scope"}).get(timeout=120) == {
-        "rebuilt_rows": 30
-    }
+    assert worker.send_task("powercontext.rebuild_search_index", kwargs={"scope_id": "worker-scope"}).get(
+        timeout=120
+    ) == {"rebuilt_rows": 30}
 
     assert MemorySearchDocument.objects.filter(scope_id="worker-scope").count() == 30
     assert search.verify_index().ok

@@ -56,7 +56,9 @@ def test_sixteen_concurrent_writers_each_get_their_own_revision_and_lose_nothing
     assert sorted(e.text for e in entries) == sorted(f"concurrent note {i}" for i in range(16))
     assert ArtifactRevision.objects.filter(scope_id="busy").count() == 16
     # Every revision's change list names exactly the one entry its writer added.
-    added = [rev.content["changes"][0]["entry_id"] for rev in ArtifactRevision.objects.filter(scope_id="busy")]
+    added = [
+        rev.content["changes"][0]["entry_id"] for rev in ArtifactRevision.objects.filter(scope_id="busy")
+    ]
     assert sorted(added) == sorted(e.entry_id for e in entries)
 
 
@@ -74,7 +76,9 @@ def test_two_concurrent_revisers_of_one_head_exactly_one_wins() -> None:
     citation = citation_of(make_memory("race", "the original text"))
 
     def revise(text: str) -> Callable[[], Any]:
-        return lambda: memory_services.memory_revise(scope_id="race", citation=citation, kind="note", text=text)
+        return lambda: memory_services.memory_revise(
+            scope_id="race", citation=citation, kind="note", text=text
+        )
 
     results = run_together([revise("first rewrite"), revise("second rewrite")])
 
@@ -93,7 +97,9 @@ def test_concurrent_retire_and_revise_of_one_entry_leave_one_consistent_winner()
     results = run_together(
         [
             lambda: memory_services.memory_retire(scope_id="mixed", citation=citation),
-            lambda: memory_services.memory_revise(scope_id="mixed", citation=citation, kind="note", text="changed"),
+            lambda: memory_services.memory_revise(
+                scope_id="mixed", citation=citation, kind="note", text="changed"
+            ),
         ]
     )
     assert sum(isinstance(r, memory_services.MemoryMutation) for r in results) == 1
@@ -108,11 +114,13 @@ def test_concurrent_http_writers_never_see_database_errors(live_server: Any) -> 
     import httpx
 
     def post(i: int) -> Callable[[], Any]:
-        return lambda: httpx.post(
-            f"{live_server.url}/v1/memory/remember",
-            json={"scope_id": "http-busy", "kind": "note", "text": f"http note {i}"},
-            timeout=60,
-        ).status_code
+        return lambda: (
+            httpx.post(
+                f"{live_server.url}/v1/memory/remember",
+                json={"scope_id": "http-busy", "kind": "note", "text": f"http note {i}"},
+                timeout=60,
+            ).status_code
+        )
 
     statuses = run_together([post(i) for i in range(12)])
     assert statuses == [200] * 12

@@ -17,11 +17,18 @@ def approve_experience(scope: str, lesson: str, family: str = "experience") -> r
     proposal = (
         {"situation": "deploying", "action": "migrate first", "outcome": "fine", "lesson": lesson}
         if family == "experience"
-        else {"name": "deploy", "description": "deploy skill", "instructions": lesson, "validation": ["check"]}
+        else {
+            "name": "deploy",
+            "description": "deploy skill",
+            "instructions": lesson,
+            "validation": ["check"],
+        }
     )
     submission = review.Submission(proposal, [{"name": "content", "source_id": "evidence"}], [], None, None)
     candidate = review.candidate_propose(scope_id=scope, family=family, submission=submission)
-    return review.candidate_approve(scope_id=scope, candidate_id=candidate.candidate_id, expected_version=1, reviewer=reviewer)
+    return review.candidate_approve(
+        scope_id=scope, candidate_id=candidate.candidate_id, expected_version=1, reviewer=reviewer
+    )
 
 
 @pytest.mark.django_db
@@ -51,10 +58,15 @@ def test_skills_pending_candidates_and_other_scopes_are_never_candidates() -> No
         family="experience",
         submission=review.Submission(
             {"situation": "deploy", "action": "deploy", "outcome": "deploy", "lesson": "deploy pending"},
-            [{"name": "content", "source_id": "evidence"}], [], None, None,
+            [{"name": "content", "source_id": "evidence"}],
+            [],
+            None,
+            None,
         ),
     )
-    memory, experience = search.search_context("ctx", "deploy skills never appear", memory_limit=16, experience_limit=8)
+    memory, experience = search.search_context(
+        "ctx", "deploy skills never appear", memory_limit=16, experience_limit=8
+    )
     assert memory == [] and experience == []
 
 

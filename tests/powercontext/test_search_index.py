@@ -45,7 +45,9 @@ def snapshot() -> dict[tuple[str, str], list[tuple[int, str, str, float]]]:
     for scope in ("alpha", "Alpha"):
         for query in QUERIES:
             found = memory_search(scope_id=scope, query=query, limit=50)
-            results[(scope, query)] = [(h.revision, h.entry_id, h.entry_version_id, round(h.score, 9)) for h in found.hits]
+            results[(scope, query)] = [
+                (h.revision, h.entry_id, h.entry_version_id, round(h.score, 9)) for h in found.hits
+            ]
     return results
 
 
@@ -79,7 +81,9 @@ def test_verify_detects_a_corrupted_row_and_repair_restores_it() -> None:
     seed_history()
     before = snapshot()
     victim = MemorySearchDocument.objects.filter(scope_id="alpha").order_by("pk").first()
-    MemorySearchDocument.objects.filter(pk=victim.pk).update(terms=search.engine().document_terms("alpha", ["garbage", "words"]))
+    MemorySearchDocument.objects.filter(pk=victim.pk).update(
+        terms=search.engine().document_terms("alpha", ["garbage", "words"])
+    )
 
     report = search.verify_index()
     assert not report.ok

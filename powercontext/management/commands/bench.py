@@ -46,7 +46,22 @@ class Corpus:
 
     def __init__(self, seed: int = 7, vocabulary: int = 20000) -> None:
         self.random = random.Random(seed)
-        syllables = ["ka", "lo", "mi", "ner", "sto", "pa", "ri", "ven", "tu", "dex", "qua", "zol", "fen", "gri"]
+        syllables = [
+            "ka",
+            "lo",
+            "mi",
+            "ner",
+            "sto",
+            "pa",
+            "ri",
+            "ven",
+            "tu",
+            "dex",
+            "qua",
+            "zol",
+            "fen",
+            "gri",
+        ]
         words: set[str] = set()
         while len(words) < vocabulary:
             words.add("".join(self.random.choice(syllables) for _ in range(self.random.randint(2, 4))))
@@ -75,7 +90,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--sections", default="store,builder,review", help="comma-separated: store, builder, review"
         )
-        parser.add_argument("--experiences", type=int, default=10000, help="approved Experiences for the review section")
+        parser.add_argument(
+            "--experiences", type=int, default=10000, help="approved Experiences for the review section"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         sections = {s.strip() for s in options["sections"].split(",") if s.strip()}
@@ -111,7 +128,9 @@ class Command(BaseCommand):
                 memory_remember(scope_id=SCOPE, kind="note", text=corpus.note())
                 seeded += 1
             seed_seconds = time.perf_counter() - started
-            remember = timed(lambda: memory_remember(scope_id=SCOPE, kind="note", text=corpus.note()), samples)
+            remember = timed(
+                lambda: memory_remember(scope_id=SCOPE, kind="note", text=corpus.note()), samples
+            )
             seeded += samples
             search_queries = iter(queries * 2)
             searches = timed(

@@ -38,7 +38,9 @@ class Command(BaseCommand):
                 client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[0]})
             live = self._timed(lambda i: client.get("/health/live"), samples)
             prepare = self._timed(
-                lambda i: client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i], "max_bytes": 8000}),
+                lambda i: client.post(
+                    "/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i], "max_bytes": 8000}
+                ),
                 samples,
             )
         results: dict[str, Any] = {
@@ -76,7 +78,9 @@ class Command(BaseCommand):
                 barrier.wait()
                 i = index
                 while time.perf_counter() < deadline:
-                    response = client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i % len(queries)]})
+                    response = client.post(
+                        "/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i % len(queries)]}
+                    )
                     if response.status_code == 200:
                         counts[index] += 1
                     else:

@@ -35,9 +35,13 @@ class Command(BaseCommand):
                 user.set_unusable_password()
                 user.save(update_fields=["password"])
             if options["reviewer"]:
-                user.user_permissions.add(Permission.objects.get(codename="review_candidate", content_type__app_label="review"))
+                user.user_permissions.add(
+                    Permission.objects.get(codename="review_candidate", content_type__app_label="review")
+                )
             token = new_token()
-            ApiToken.objects.create(user=user, name=options["name"], digest=token_digest(token), prefix=token[:8])
+            ApiToken.objects.create(
+                user=user, name=options["name"], digest=token_digest(token), prefix=token[:8]
+            )
         role = "reviewer" if user.has_perm("review.review_candidate") else "proposer"
         self.stdout.write(f"{'created' if created else 'existing'} user {username} ({role}); token:")
         self.stdout.write(token)
