@@ -1,0 +1,180 @@
+"""Django admin for auditing review: candidates, their immutable versions, and decisions.
+
+All view-only for everyone, superusers included: candidates change only through the review
+services (propose / revise / approve / reject), versions and decisions are insert-only.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.safestring import SafeString
+
+from powercontext.admin import ReadOnlyAdmin, pretty_json
+from review.models import Candidate, CandidateVersion, ReviewDecision
+
+
+def _result(head_artifact_id: str | None, revision: int | None) -> str:
+    if head_artifact_id is None or revision is None:
+        return "-"
+    return f"{head_artifact_id}@{revision}"
+
+
+@admin.register(Candidate)
+class CandidateAdmin(ReadOnlyAdmin):
+    list_display = (
+        "candidate_id",
+        "scope_id",
+        "family",
+        "status",
+        "version",
+        "result",
+        "created_at",
+        "updated_at",
+    )
+    list_select_related = ("result_head",)
+    list_filter = ("family", "status")
+    raw_id_fields = ("latest", "result_head")
+    search_fields = ("scope_id__exact", "candidate_id__exact")
+    search_help_text = "Exact scope id or candidate id."
+    fields = (
+        "scope_id",
+        "candidate_id",
+        "family",
+        "status",
+        "version",
+        "latest",
+        "result_head",
+        "result_revision",
+        "decision_reason",
+        "created_at",
+        "updated_at",
+        "proposal_pretty",
+        "source_refs_pretty",
+        "artifact_refs_pretty",
+        "target_pretty",
+        "reason",
+    )
+
+    @admin.display(description="result")
+    def result(self, obj: Candidate) -> str:
+        head = obj.result_head
+        return _result(head.artifact_id if head is not None else None, obj.result_revision)
+
+    @admin.display(description="proposal (current version)")
+    def proposal_pretty(self, obj: Candidate) -> SafeString:
+        return pretty_json(obj.latest.proposal if obj.latest is not None else None)
+
+    @admin.display(description="source refs (current version)")
+    def source_refs_pretty(self, obj: Candidate) -> SafeString:
+        return pretty_json(obj.latest.source_refs if obj.latest is not None else None)
+
+    @admin.display(description="artifact refs (current version)")
+    def artifact_refs_pretty(self, obj: Candidate) -> SafeString:
+        return pretty_json(obj.latest.artifact_refs if obj.latest is not None else None)
+
+    @admin.display(description="target (current version)")
+    def target_pretty(self, obj: Candidate) -> SafeString:
+        return pretty_json(obj.latest.target if obj.latest is not None else None)
+
+    @admin.display(description="reason (current version)")
+    def reason(self, obj: Candidate) -> str:
+        return (obj.latest.reason if obj.latest is not None else None) or "-"
+
+
+@admin.register(CandidateVersion)
+class CandidateVersionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "candidate_id_display",
+        "scope_id_display",
+        "family_display",
+        "version",
+        "created_by",
+        "created_at",
+    )
+    list_select_related = ("candidate", "created_by")
+    list_filter = ("candidate__family",)
+    raw_id_fields = ("candidate", "created_by")
+    search_fields = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
+    search_help_text = "Exact scope id or candidate id."
+    fields = (
+        "candidate",
+        "version",
+        "created_by",
+        "created_at",
+        "proposal_pretty",
+        "source_refs_pretty",
+        "artifact_refs_pretty",
+        "target_pretty",
+        "reason",
+    )
+
+    @admin.display(description="candidate id")
+    def candidate_id_display(self, obj: CandidateVersion) -> str:
+        return obj.candidate.candidate_id
+
+    @admin.display(description="scope id")
+    def scope_id_display(self, obj: CandidateVersion) -> str:
+        return obj.candidate.scope_id
+
+    @admin.display(description="family")
+    def family_display(self, obj: CandidateVersion) -> str:
+        return obj.candidate.family
+
+    @admin.display(description="proposal")
+    def proposal_pretty(self, obj: CandidateVersion) -> SafeString:
+        return pretty_json(obj.proposal)
+
+    @admin.display(description="source refs")
+    def source_refs_pretty(self, obj: CandidateVersion) -> SafeString:
+        return pretty_json(obj.source_refs)
+
+    @admin.display(description="artifact refs")
+    def artifact_refs_pretty(self, obj: CandidateVersion) -> SafeString:
+        return pretty_json(obj.artifact_refs)
+
+    @admin.display(description="target")
+    def target_pretty(self, obj: CandidateVersion) -> SafeString:
+        return pretty_json(obj.target)
+
+
+@admin.register(ReviewDecision)
+class ReviewDecisionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "candidate_id_display",
+        "scope_id_display",
+        "decision",
+        "version",
+        "reviewer",
+        "result",
+        "decided_at",
+    )
+    list_select_related = ("candidate", "reviewer", "result_head")
+    list_filter = ("decision",)
+    raw_id_fields = ("candidate", "reviewer", "result_head")
+    search_fields = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
+    search_help_text = "Exact scope id or candidate id."
+    fields = (
+        "candidate",
+        "version",
+        "decision",
+        "reviewer",
+        "reason",
+        "result_head",
+        "result_revision",
+        "decided_at",
+    )
+
+    @admin.display(description="candidate id")
+    def candidate_id_display(self, obj: ReviewDecision) -> str:
+        return obj.candidate.candidate_id
+
+    @admin.display(description="scope id")
+    def scope_id_display(self, obj: ReviewDecision) -> str:
+        return obj.candidate.scope_id
+
+    @admin.display(description="result")
+    def result(self, obj: ReviewDecision) -> str:
+        head = obj.result_head
+        return _result(head.artifact_id if head is not None else None, obj.result_revision)
