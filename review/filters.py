@@ -1,0 +1,92 @@
+"""Review Inbox queue filters (django-filter): status, family, scope, text and age."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import django_filters
+from django import forms
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from review.models import Candidate
+
+# Proposal keys searched by the text filter (JSON key transforms, so non-ASCII text matches the
+# stored string rather than its escaped JSON form).
+TEXT_KEYS = ("situation", "action", "outcome", "lesson", "name", "description", "instructions")
+
+AGES: dict[str, tuple[str, str, timedelta]] = {
+    "lt1h": ("Last hour", "gte", timedelta(hours=1)),
+    "lt1d": ("Last 24 hours", "gte", timedelta(days=1)),
+    "lt7d": ("Last 7 days", "gte", timedelta(days=7)),
+    "gt1d": ("Older than 1 day", "lt", timedelta(days=1)),
+    "gt7d": ("Older than 7 days", "lt", timedelta(days=7)),
+    "gt30d": ("Older than 30 days", "lt", timedelta(days=30)),
+}
+
+# The querystring keys the filter owns (kept when moving between queue and candidate pages).
+FILTER_KEYS = ("status", "family", "scope", "q", "age")
+
+
+class CandidateQueueFilter(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(choices=Candidate.Status.choices, empty_label=None)
+    family = django_filters.ChoiceFilter(choices=Candidate.Family.choices, empty_label="All families")
+    scope = django_filters.CharFilter(field_name="scope_id", label="Scope", max_length=256)
+    q = django_filters.CharFilter(method="filter_text", label="Text", max_length=200)
+    age = django_filters.ChoiceFilter(
+        choices=[(key, label) for key, (label, _, _) in AGES.items()],
+        method="filter_age",
+        empty_label="Any age",
+    )
+
+    class Meta:
+        model = Candidate
+        fields: list[str] = []
+
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        # The inbox is the pending queue unless another status is asked for.
+        if data is not None and not data.get("status"):
+            data = data.copy()
+            data["status"] = Candidate.Status.PENDING
+        super().__init__(data, *args, **kwargs)
+        self.form.fields["scope"].widget = forms.TextInput(attrs={"placeholder": "exact scope id"})
+        self.form.fields["q"].widget = forms.TextInput(
+            attrs={"placeholder": "words in the proposal", "type": "search"}
+        )
+
+    def filter_text(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
+        text = value.strip()
+        if not text:
+            return queryset
+        match = Q(candidate_id=text) | Q(latest__reason__icontains=text)
+        for key in TEXT_KEYS:
+            match |= Q(**{f"latest__proposal__{key}__icontains": text})
+        return queryset.filter(match)
+
+    def filter_age(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
+        _, lookup, delta = AGES[value]
+        return queryset.filter(**{f"created_at__{lookup}": timezone.now() - delta})
+
+    @property
+    def one_family(self) -> bool:
+        """Whether the rows are already limited to one family (no per-family split needed)."""
+        return bool(self.is_bound and self.is_valid() and self.form.cleaned_data.get("family"))
+
+    @property
+    def status_value(self) -> str:
+        if self.is_bound and self.is_valid():
+            return self.form.cleaned_data.get("status") or Candidate.Status.PENDING
+        return Candidate.Status.PENDING
+
+    def querystring(self) -> str:
+        """The active filters as a querystring (without paging keys); "" when none."""
+        if not self.is_bound or not self.is_valid():
+            return ""
+        params = {}
+        for key in FILTER_KEYS:
+            value = self.form.cleaned_data.get(key)
+            if value and not (key == "status" and value == Candidate.Status.PENDING):
+                params[key] = value
+        return urlencode(params)

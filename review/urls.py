@@ -1,0 +1,16 @@
+"""Review Inbox routes, mounted at /review/."""
+
+from django.urls import path
+
+from review import views
+
+app_name = "review"
+
+urlpatterns = [
+    path("", views.queue, name="queue"),
+    path("candidates/<int:pk>/", views.candidate_detail, name="candidate"),
+    path("candidates/<int:pk>/approve/", views.candidate_approve, name="approve"),
+    path("candidates/<int:pk>/reject/", views.candidate_reject, name="reject"),
+    path("candidates/<int:pk>/revise/", views.candidate_revise, name="revise"),
+    path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
+]

@@ -1,0 +1,343 @@
+"""Review Inbox views: parse, authorize, call one service or selector, render.
+
+Every page needs a logged-in user. Reviewers (``review.review_candidate``) may approve, reject and
+revise; other users get the same pages read-only, and their POSTs are 403. Writes go through
+``review.services`` only, each guarded by the hidden ``expected_version`` (compare-and-swap); a
+stale or terminal candidate, or a target that moved on, renders the conflict page (409) with the
+current version, never a 500. Successful POSTs redirect (POST/redirect/GET).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from powercontext.exceptions import (
+    ArtifactConflict,
+    CandidateConflict,
+    CandidateTerminal,
+    Conflict,
+    InvalidRequest,
+)
+from review import inbox, services
+from review.filters import CandidateQueueFilter
+from review.forms import REVISE_FORMS, ApproveForm, RejectForm, add_service_errors
+from review.models import Candidate
+
+REVIEW_PERMISSION = "review.review_candidate"
+CONFLICTS = (CandidateConflict, CandidateTerminal, ArtifactConflict)
+
+
+def _can_review(request: HttpRequest) -> bool:
+    return bool(request.user.has_perm(REVIEW_PERMISSION))
+
+
+def _int(value: str | None) -> int | None:
+    return (
+        int(value) if value is not None and value.isascii() and value.isdigit() and len(value) <= 18 else None
+    )
+
+
+def _filterset(request: HttpRequest) -> CandidateQueueFilter:
+    return CandidateQueueFilter(request.GET, queryset=Candidate.objects.all())
+
+
+def _with_qs(url: str, qs: str) -> str:
+    return f"{url}?{qs}" if qs else url
+
+
+def _candidate_url(pk: int, qs: str = "") -> str:
+    return _with_qs(reverse("review:candidate", args=[pk]), qs)
+
+
+def _forbidden(request: HttpRequest) -> HttpResponse:
+    return render(request, "review/forbidden.html", {"can_review": False}, status=403)
+
+
+def _not_found(request: HttpRequest) -> HttpResponse:
+    return render(request, "review/not_found.html", {"can_review": _can_review(request)}, status=404)
+
+
+@login_required
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    filterset = _filterset(request)
+    status = filterset.status_value
+    if filterset.is_valid():
+        rows = filterset.qs
+        page = inbox.queue_page(
+            rows,
+            ascending=inbox.ascending_for(status),
+            after=_int(request.GET.get("after")),
+            before=_int(request.GET.get("before")),
+            split=not filterset.one_family,
+        )
+        matching = inbox.capped_count(rows)
+    else:
+        page = inbox.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
+        matching = inbox.CappedCount(0, False)
+    return render(
+        request,
+        "review/queue.html",
+        {
+            "filter_form": filterset.form,
+            "filter_qs": filterset.querystring(),
+            "status": status,
+            "page": page,
+            "matching": matching,
+            "counts": inbox.queue_counts(),
+            "can_review": _can_review(request),
+        },
+    )
+
+
+def _candidate_context(
+    request: HttpRequest,
+    candidate: Candidate,
+    *,
+    approve_form: ApproveForm | None = None,
+    reject_form: RejectForm | None = None,
+) -> dict[str, Any]:
+    summary = inbox.candidate_summary(candidate)
+    filterset = _filterset(request)
+    next_pk = prev_pk = None
+    if filterset.is_valid():
+        ascending = inbox.ascending_for(filterset.status_value)
+        split = not filterset.one_family
+        next_pk = inbox.neighbour(filterset.qs, candidate.pk, ascending=ascending, split=split)
+        prev_pk = inbox.neighbour(filterset.qs, candidate.pk, ascending=ascending, forward=False, split=split)
+    evidence = None
+    if summary.latest is not None:
+        evidence = inbox.evidence_resolve(
+            scope_id=candidate.scope_id, family=candidate.family, version=summary.latest
+        )
+    initial = {"expected_version": candidate.version}
+    return {
+        "candidate": summary,
+        "evidence": evidence,
+        "filter_qs": filterset.querystring(),
+        "next_pk": next_pk,
+        "prev_pk": prev_pk,
+        "can_review": _can_review(request),
+        "approve_form": approve_form or ApproveForm(initial=initial),
+        "reject_form": reject_form or RejectForm(initial=initial),
+    }
+
+
+@login_required
+@require_GET
+def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    candidate = inbox.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    return render(request, "review/candidate.html", _candidate_context(request, candidate))
+
+
+def _conflict(
+    request: HttpRequest, pk: int, exc: Conflict, *, action: str, expected_version: int | None
+) -> HttpResponse:
+    """The 409 page: what was attempted, and the candidate as it is now (re-read after the
+    failed transaction), with what changed since the version the reviewer saw."""
+    candidate = inbox.candidate_load(pk)
+    assert candidate is not None  # candidates are never deleted (PROTECT)
+    summary = inbox.candidate_summary(candidate)
+    changes = None
+    seen = None
+    if expected_version is not None and expected_version != candidate.version:
+        versions = {v.version: v for v in inbox.candidate_versions(candidate)}
+        seen = versions.get(expected_version)
+        if seen is not None and summary.latest is not None:
+            changes = inbox.history_items(candidate.family, [seen, summary.latest])[1].changes
+    current_head = (exc.details or {}).get("current") if isinstance(exc, ArtifactConflict) else None
+    return render(
+        request,
+        "review/conflict.html",
+        {
+            "candidate": summary,
+            "action": action,
+            "code": exc.code,
+            "message": exc.message,
+            "expected_version": expected_version,
+            "seen_version": seen,
+            "changes": changes,
+            "artifact_conflict": isinstance(exc, ArtifactConflict),
+            "current_head": current_head,
+            "filter_qs": _filterset(request).querystring(),
+            "can_review": _can_review(request),
+        },
+        status=409,
+    )
+
+
+def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
+    """Go on to the next candidate of the same queue, or back to the queue when none is left."""
+    filterset = _filterset(request)
+    qs = filterset.querystring()
+    if filterset.is_valid():
+        next_pk = inbox.neighbour(
+            filterset.qs,
+            pk,
+            ascending=inbox.ascending_for(filterset.status_value),
+            split=not filterset.one_family,
+        )
+        if next_pk is not None:
+            return HttpResponseRedirect(_candidate_url(next_pk, qs))
+    return HttpResponseRedirect(_with_qs(reverse("review:queue"), qs))
+
+
+@login_required
+@require_POST
+def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    if not _can_review(request):
+        return _forbidden(request)
+    candidate = inbox.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    form = ApproveForm(request.POST)
+    if not form.is_valid():
+        return render(
+            request,
+            "review/candidate.html",
+            _candidate_context(request, candidate, approve_form=form),
+            status=422,
+        )
+    expected = form.cleaned_data["expected_version"]
+    try:
+        approved = services.candidate_approve(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=expected,
+            reviewer=request.user,
+        )
+    except CONFLICTS as exc:
+        return _conflict(request, pk, exc, action="approve", expected_version=expected)
+    except InvalidRequest as exc:
+        add_service_errors(form, exc)
+        return render(
+            request,
+            "review/candidate.html",
+            _candidate_context(request, candidate, approve_form=form),
+            status=422,
+        )
+    message = f"Approved candidate #{pk} (version {expected})"
+    if approved.result_head is not None:
+        head = approved.result_head
+        message += f" as {head.family}/{head.artifact_id} revision {approved.result_revision}"
+    messages.success(request, message + ".")
+    return _after_decision(request, pk)
+
+
+@login_required
+@require_POST
+def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
+    if not _can_review(request):
+        return _forbidden(request)
+    candidate = inbox.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    form = RejectForm(request.POST)
+    if not form.is_valid():
+        return render(
+            request,
+            "review/candidate.html",
+            _candidate_context(request, candidate, reject_form=form),
+            status=422,
+        )
+    expected = form.cleaned_data["expected_version"]
+    try:
+        services.candidate_reject(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=expected,
+            reason=form.cleaned_data["reason"],
+            reviewer=request.user,
+        )
+    except CONFLICTS as exc:
+        return _conflict(request, pk, exc, action="reject", expected_version=expected)
+    except InvalidRequest as exc:
+        add_service_errors(form, exc)
+        return render(
+            request,
+            "review/candidate.html",
+            _candidate_context(request, candidate, reject_form=form),
+            status=422,
+        )
+    messages.success(request, f"Rejected candidate #{pk} (version {expected}).")
+    return _after_decision(request, pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
+    if not _can_review(request):
+        return _forbidden(request)
+    candidate = inbox.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    summary = inbox.candidate_summary(candidate)
+    form_class = REVISE_FORMS[candidate.family]
+    qs = _filterset(request).querystring()
+    if summary.latest is None or not summary.is_pending:
+        posted = _int(request.POST.get("expected_version")) if request.method == "POST" else None
+        return _conflict(
+            request,
+            pk,
+            CandidateTerminal(details={"status": candidate.status}),
+            action="revise",
+            expected_version=posted,
+        )
+    if request.method == "GET":
+        form = form_class(initial=form_class.initial_from(candidate.version, summary.latest))
+        status = 200
+    else:
+        form = form_class(request.POST)
+        status = 422
+        if form.is_valid():
+            expected = form.cleaned_data["expected_version"]
+            try:
+                revised = services.candidate_revise(
+                    scope_id=candidate.scope_id,
+                    candidate_id=candidate.candidate_id,
+                    expected_version=expected,
+                    submission=form.submission(summary.latest),
+                    reviewer=request.user,
+                )
+            except CONFLICTS as exc:
+                return _conflict(request, pk, exc, action="revise", expected_version=expected)
+            except InvalidRequest as exc:
+                add_service_errors(form, exc)
+            else:
+                messages.success(request, f"Saved version {revised.version} of candidate #{pk}.")
+                return HttpResponseRedirect(_candidate_url(pk, qs))
+    return render(
+        request,
+        "review/revise.html",
+        {"candidate": summary, "form": form, "filter_qs": qs, "can_review": True},
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
+    candidate = inbox.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    summary = inbox.candidate_summary(candidate)
+    items = inbox.history_items(candidate.family, inbox.candidate_versions(candidate))
+    return render(
+        request,
+        "review/history.html",
+        {
+            "candidate": summary,
+            "items": list(reversed(items)),
+            "filter_qs": _filterset(request).querystring(),
+            "can_review": _can_review(request),
+        },
+    )
