@@ -38,11 +38,6 @@ from powercontext.services.tokens import api_token_revoke
 ARTIFACT_FAMILIES = ("memory", "experience", "skill")
 EXCERPT_CHARS = 80
 
-# The admin shows Artifact rows as what they are, the heads of artifacts. Only the plural (the
-# index and breadcrumb label) is set here: it is not part of the migration state (that reads
-# ``Meta.original_attrs``) and permission names use the singular, so nothing else changes.
-Artifact._meta.verbose_name_plural = "artifact heads"
-
 
 def pretty_json(value: Any) -> SafeString:
     """A JSON value, indented, HTML-escaped inside a <pre> block."""

@@ -75,6 +75,7 @@ class Artifact(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "artifact head"
         constraints = [
             models.UniqueConstraint(
                 fields=["scope_id", "family", "artifact_id"], name="artifact_identity_unique"
