@@ -25,18 +25,30 @@ urlpatterns = [
     path("v1/experience/get", review_apis.GetExperienceApi.as_view(), name="get_experience"),
     path("v1/skill/propose", review_apis.ProposeSkillApi.as_view(), name="propose_skill"),
     path("v1/skill/get", review_apis.GetSkillApi.as_view(), name="get_skill"),
-    path("v1/artifact-candidates/list", review_apis.ListArtifactCandidatesApi.as_view(), name="list_artifact_candidates"),
-    path("v1/artifact-candidates/get", review_apis.GetArtifactCandidateApi.as_view(), name="get_artifact_candidate"),
+    path(
+        "v1/artifact-candidates/list",
+        review_apis.ListArtifactCandidatesApi.as_view(),
+        name="list_artifact_candidates",
+    ),
+    path(
+        "v1/artifact-candidates/get",
+        review_apis.GetArtifactCandidateApi.as_view(),
+        name="get_artifact_candidate",
+    ),
     path(
         "v1/artifact-candidates/approve",
         review_apis.ApproveArtifactCandidateApi.as_view(),
         name="approve_artifact_candidate",
     ),
     path(
-        "v1/artifact-candidates/reject", review_apis.RejectArtifactCandidateApi.as_view(), name="reject_artifact_candidate"
+        "v1/artifact-candidates/reject",
+        review_apis.RejectArtifactCandidateApi.as_view(),
+        name="reject_artifact_candidate",
     ),
     path(
-        "v1/artifact-candidates/revise", review_apis.ReviseArtifactCandidateApi.as_view(), name="revise_artifact_candidate"
+        "v1/artifact-candidates/revise",
+        review_apis.ReviseArtifactCandidateApi.as_view(),
+        name="revise_artifact_candidate",
     ),
     path("review/", include("review.urls")),
     path("accounts/", include("review.auth_urls")),

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,173 +14,310 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='MemoryMembership',
+            name="MemoryMembership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('state', models.CharField(choices=[('active', 'Active'), ('inactive', 'Inactive')], max_length=16)),
-                ('from_revision', models.PositiveIntegerField()),
-                ('to_revision', models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                (
+                    "state",
+                    models.CharField(choices=[("active", "Active"), ("inactive", "Inactive")], max_length=16),
+                ),
+                ("from_revision", models.PositiveIntegerField()),
+                ("to_revision", models.PositiveIntegerField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='ScopeState',
+            name="ScopeState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256, unique=True)),
-                ('last_source_position', models.BigIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256, unique=True)),
+                ("last_source_position", models.BigIntegerField(default=0)),
             ],
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, default='', max_length=128)),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('prefix', models.CharField(max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(blank=True, default="", max_length=128)),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("prefix", models.CharField(max_length=12)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Artifact',
+            name="Artifact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('family', models.CharField(max_length=128)),
-                ('artifact_id', models.CharField(max_length=128)),
-                ('current_revision', models.PositiveIntegerField(default=0)),
-                ('state', models.CharField(choices=[('active', 'Active'), ('retired', 'Retired')], default='active', max_length=16)),
-                ('searchable_text', models.TextField(blank=True, default='')),
-                ('analyzer_version', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("family", models.CharField(max_length=128)),
+                ("artifact_id", models.CharField(max_length=128)),
+                ("current_revision", models.PositiveIntegerField(default=0)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("active", "Active"), ("retired", "Retired")],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
+                ("searchable_text", models.TextField(blank=True, default="")),
+                ("analyzer_version", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'indexes': [models.Index(fields=['family', 'scope_id'], name='artifact_family_scope')],
-                'constraints': [models.UniqueConstraint(fields=('scope_id', 'family', 'artifact_id'), name='artifact_identity_unique')],
+                "indexes": [models.Index(fields=["family", "scope_id"], name="artifact_family_scope")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("scope_id", "family", "artifact_id"), name="artifact_identity_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MemoryEntry',
+            name="MemoryEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('entry_id', models.CharField(max_length=128)),
-                ('created_revision', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("entry_id", models.CharField(max_length=128)),
+                ("created_revision", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'verbose_name_plural': 'memory entries',
-                'constraints': [models.UniqueConstraint(fields=('scope_id', 'entry_id'), name='memory_entry_unique')],
+                "verbose_name_plural": "memory entries",
+                "constraints": [
+                    models.UniqueConstraint(fields=("scope_id", "entry_id"), name="memory_entry_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MemoryEntryVersion',
+            name="MemoryEntryVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('entry_version_id', models.CharField(max_length=128)),
-                ('version', models.PositiveIntegerField()),
-                ('kind', models.CharField(max_length=128)),
-                ('text', models.TextField()),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('reason', models.TextField(blank=True, null=True)),
-                ('source_refs', models.JSONField(default=list)),
-                ('artifact_refs', models.JSONField(default=list)),
-                ('created_revision', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('entry', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='powercontext.memoryentry')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("entry_version_id", models.CharField(max_length=128)),
+                ("version", models.PositiveIntegerField()),
+                ("kind", models.CharField(max_length=128)),
+                ("text", models.TextField()),
+                ("content_sha256", models.CharField(max_length=64)),
+                ("reason", models.TextField(blank=True, null=True)),
+                ("source_refs", models.JSONField(default=list)),
+                ("artifact_refs", models.JSONField(default=list)),
+                ("created_revision", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "entry",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="powercontext.memoryentry",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='MemorySearchDocument',
+            name="MemorySearchDocument",
             fields=[
-                ('membership', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='search_document', serialize=False, to='powercontext.memorymembership')),
-                ('scope_id', models.CharField(db_index=True, max_length=256)),
-                ('terms', models.TextField()),
+                (
+                    "membership",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="search_document",
+                        serialize=False,
+                        to="powercontext.memorymembership",
+                    ),
+                ),
+                ("scope_id", models.CharField(db_index=True, max_length=256)),
+                ("terms", models.TextField()),
             ],
         ),
         migrations.AddField(
-            model_name='memorymembership',
-            name='entry',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='memberships', to='powercontext.memoryentry'),
+            model_name="memorymembership",
+            name="entry",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="memberships",
+                to="powercontext.memoryentry",
+            ),
         ),
         migrations.AddField(
-            model_name='memorymembership',
-            name='entry_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='memberships', to='powercontext.memoryentryversion'),
+            model_name="memorymembership",
+            name="entry_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="memberships",
+                to="powercontext.memoryentryversion",
+            ),
         ),
         migrations.CreateModel(
-            name='Source',
+            name="Source",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('source_type', models.CharField(max_length=64)),
-                ('source_id', models.CharField(max_length=256)),
-                ('content', models.TextField()),
-                ('content_sha256', models.CharField(max_length=64)),
-                ('metadata', models.JSONField(blank=True, null=True)),
-                ('position', models.BigIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("source_type", models.CharField(max_length=64)),
+                ("source_id", models.CharField(max_length=256)),
+                ("content", models.TextField()),
+                ("content_sha256", models.CharField(max_length=64)),
+                ("metadata", models.JSONField(blank=True, null=True)),
+                ("position", models.BigIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('scope_id', 'source_type', 'source_id'), name='source_identity_unique'), models.UniqueConstraint(fields=('scope_id', 'position'), name='source_position_unique'), models.CheckConstraint(condition=models.Q(('position__gte', 1)), name='source_position_positive')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("scope_id", "source_type", "source_id"), name="source_identity_unique"
+                    ),
+                    models.UniqueConstraint(fields=("scope_id", "position"), name="source_position_unique"),
+                    models.CheckConstraint(
+                        condition=models.Q(("position__gte", 1)), name="source_position_positive"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ArtifactRevision',
+            name="ArtifactRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('family', models.CharField(max_length=128)),
-                ('artifact_id', models.CharField(max_length=128)),
-                ('revision', models.PositiveIntegerField()),
-                ('parent_revision', models.PositiveIntegerField(blank=True, null=True)),
-                ('content', models.JSONField(default=dict)),
-                ('source_refs', models.JSONField(default=list)),
-                ('artifact_refs', models.JSONField(default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('head', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='revisions', to='powercontext.artifact')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("family", models.CharField(max_length=128)),
+                ("artifact_id", models.CharField(max_length=128)),
+                ("revision", models.PositiveIntegerField()),
+                ("parent_revision", models.PositiveIntegerField(blank=True, null=True)),
+                ("content", models.JSONField(default=dict)),
+                ("source_refs", models.JSONField(default=list)),
+                ("artifact_refs", models.JSONField(default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "head",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="revisions",
+                        to="powercontext.artifact",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['scope_id', 'family', 'artifact_id', 'revision'], name='revision_lookup')],
-                'constraints': [models.UniqueConstraint(fields=('head', 'revision'), name='artifact_revision_unique'), models.CheckConstraint(condition=models.Q(('revision__gte', 1)), name='artifact_revision_positive')],
+                "indexes": [
+                    models.Index(
+                        fields=["scope_id", "family", "artifact_id", "revision"], name="revision_lookup"
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("head", "revision"), name="artifact_revision_unique"),
+                    models.CheckConstraint(
+                        condition=models.Q(("revision__gte", 1)), name="artifact_revision_positive"
+                    ),
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='memoryentryversion',
-            index=models.Index(fields=['scope_id', 'content_sha256'], name='memory_version_content'),
+            model_name="memoryentryversion",
+            index=models.Index(fields=["scope_id", "content_sha256"], name="memory_version_content"),
         ),
         migrations.AddConstraint(
-            model_name='memoryentryversion',
-            constraint=models.UniqueConstraint(fields=('scope_id', 'entry_version_id'), name='memory_entry_version_unique'),
+            model_name="memoryentryversion",
+            constraint=models.UniqueConstraint(
+                fields=("scope_id", "entry_version_id"), name="memory_entry_version_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryentryversion',
-            constraint=models.UniqueConstraint(fields=('entry', 'version'), name='memory_entry_version_number'),
+            model_name="memoryentryversion",
+            constraint=models.UniqueConstraint(
+                fields=("entry", "version"), name="memory_entry_version_number"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryentryversion',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='memory_version_positive'),
+            model_name="memoryentryversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version__gte", 1)), name="memory_version_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memorymembership',
-            index=models.Index(fields=['scope_id', 'to_revision', 'entry'], name='membership_head'),
+            model_name="memorymembership",
+            index=models.Index(fields=["scope_id", "to_revision", "entry"], name="membership_head"),
         ),
         migrations.AddIndex(
-            model_name='memorymembership',
-            index=models.Index(fields=['entry_version', 'from_revision'], name='membership_version'),
+            model_name="memorymembership",
+            index=models.Index(fields=["entry_version", "from_revision"], name="membership_version"),
         ),
         migrations.AddConstraint(
-            model_name='memorymembership',
-            constraint=models.UniqueConstraint(condition=models.Q(('to_revision__isnull', True)), fields=('entry',), name='membership_one_open'),
+            model_name="memorymembership",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("to_revision__isnull", True)),
+                fields=("entry",),
+                name="membership_one_open",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memorymembership',
-            constraint=models.CheckConstraint(condition=models.Q(('to_revision__isnull', True), ('to_revision__gt', models.F('from_revision')), _connector='OR'), name='membership_interval_valid'),
+            model_name="memorymembership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("to_revision__isnull", True),
+                    ("to_revision__gt", models.F("from_revision")),
+                    _connector="OR",
+                ),
+                name="membership_interval_valid",
+            ),
         ),
     ]

@@ -5,7 +5,10 @@ from django.db import migrations
 from powercontext.migrations._engines import engine_statements, run_for_vendor
 
 FORWARD, BACKWARD = engine_statements(
-    docs="powercontext_memorysearchdocument", key="membership_id", fts="memory_fts", gin="memory_search_document_gin"
+    docs="powercontext_memorysearchdocument",
+    key="membership_id",
+    fts="memory_fts",
+    gin="memory_search_document_gin",
 )
 
 

@@ -5,18 +5,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('powercontext', '0002_search_engines'),
+        ("powercontext", "0002_search_engines"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ExperienceSearchDocument',
+            name="ExperienceSearchDocument",
             fields=[
-                ('head', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='search_document', serialize=False, to='powercontext.artifact')),
-                ('scope_id', models.CharField(db_index=True, max_length=256)),
-                ('terms', models.TextField()),
+                (
+                    "head",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="search_document",
+                        serialize=False,
+                        to="powercontext.artifact",
+                    ),
+                ),
+                ("scope_id", models.CharField(db_index=True, max_length=256)),
+                ("terms", models.TextField()),
             ],
         ),
     ]

@@ -5,7 +5,10 @@ from django.db import migrations
 from powercontext.migrations._engines import engine_statements, run_for_vendor
 
 FORWARD, BACKWARD = engine_statements(
-    docs="powercontext_experiencesearchdocument", key="head_id", fts="experience_fts", gin="experience_search_document_gin"
+    docs="powercontext_experiencesearchdocument",
+    key="head_id",
+    fts="experience_fts",
+    gin="experience_search_document_gin",
 )
 
 

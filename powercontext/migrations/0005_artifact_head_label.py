@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('powercontext', '0004_experience_search_engines'),
+        ("powercontext", "0004_experience_search_engines"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='artifact',
-            options={'verbose_name': 'artifact head'},
+            name="artifact",
+            options={"verbose_name": "artifact head"},
         ),
     ]

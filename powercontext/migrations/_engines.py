@@ -12,7 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-def engine_statements(*, docs: str, key: str, fts: str, gin: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def engine_statements(
+    *, docs: str, key: str, fts: str, gin: str
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     forward = {
         "sqlite": [
             f"CREATE VIRTUAL TABLE {fts} USING fts5(terms, content='{docs}', content_rowid='{key}', tokenize='ascii')",

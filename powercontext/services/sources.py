@@ -44,7 +44,11 @@ def _next_position(scope_id: str) -> int:
 
 
 def source_capture(
-    *, scope_id: str, source_id: str, content: str, metadata: dict[str, Any] | None,
+    *,
+    scope_id: str,
+    source_id: str,
+    content: str,
+    metadata: dict[str, Any] | None,
     source_type: str = CONTENT_SOURCE_TYPE,
 ) -> CapturedSource:
     """Capture one Source.

@@ -6,90 +6,196 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('powercontext', '0004_experience_search_engines'),
+        ("powercontext", "0004_experience_search_engines"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Candidate',
+            name="Candidate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('candidate_id', models.CharField(max_length=128)),
-                ('family', models.CharField(choices=[('experience', 'Experience'), ('skill', 'Skill')], max_length=16)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('approved', 'Approved'), ('rejected', 'Rejected')], default='pending', max_length=16)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('result_revision', models.PositiveIntegerField(blank=True, null=True)),
-                ('decision_reason', models.TextField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('result_head', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='powercontext.artifact')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("candidate_id", models.CharField(max_length=128)),
+                (
+                    "family",
+                    models.CharField(
+                        choices=[("experience", "Experience"), ("skill", "Skill")], max_length=16
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("approved", "Approved"), ("rejected", "Rejected")],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("result_revision", models.PositiveIntegerField(blank=True, null=True)),
+                ("decision_reason", models.TextField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "result_head",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="powercontext.artifact",
+                    ),
+                ),
             ],
             options={
-                'permissions': [('review_candidate', 'Can approve, reject and revise candidates')],
+                "permissions": [("review_candidate", "Can approve, reject and revise candidates")],
             },
         ),
         migrations.CreateModel(
-            name='CandidateVersion',
+            name="CandidateVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('proposal', models.JSONField()),
-                ('source_refs', models.JSONField(default=list)),
-                ('artifact_refs', models.JSONField(default=list)),
-                ('target', models.JSONField(blank=True, null=True)),
-                ('reason', models.TextField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='review.candidate')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("proposal", models.JSONField()),
+                ("source_refs", models.JSONField(default=list)),
+                ("artifact_refs", models.JSONField(default=list)),
+                ("target", models.JSONField(blank=True, null=True)),
+                ("reason", models.TextField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "candidate",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="review.candidate",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='candidate',
-            name='latest',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='review.candidateversion'),
+            model_name="candidate",
+            name="latest",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="review.candidateversion",
+            ),
         ),
         migrations.CreateModel(
-            name='ReviewDecision',
+            name="ReviewDecision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('decision', models.CharField(choices=[('approved', 'Approved'), ('rejected', 'Rejected')], max_length=16)),
-                ('reason', models.TextField(blank=True, null=True)),
-                ('result_revision', models.PositiveIntegerField(blank=True, null=True)),
-                ('decided_at', models.DateTimeField(auto_now_add=True)),
-                ('candidate', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='decision', to='review.candidate')),
-                ('result_head', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='powercontext.artifact')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[("approved", "Approved"), ("rejected", "Rejected")], max_length=16
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, null=True)),
+                ("result_revision", models.PositiveIntegerField(blank=True, null=True)),
+                ("decided_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "candidate",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="decision",
+                        to="review.candidate",
+                    ),
+                ),
+                (
+                    "result_head",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="powercontext.artifact",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='candidateversion',
-            constraint=models.UniqueConstraint(fields=('candidate', 'version'), name='candidate_version_unique'),
+            model_name="candidateversion",
+            constraint=models.UniqueConstraint(
+                fields=("candidate", "version"), name="candidate_version_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidateversion',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='candidate_version_positive'),
+            model_name="candidateversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version__gte", 1)), name="candidate_version_positive"
+            ),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['status', 'family', 'id'], name='candidate_queue'),
+            model_name="candidate",
+            index=models.Index(fields=["status", "family", "id"], name="candidate_queue"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['scope_id', 'status', 'id'], name='candidate_scope_queue'),
+            model_name="candidate",
+            index=models.Index(fields=["scope_id", "status", "id"], name="candidate_scope_queue"),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.UniqueConstraint(fields=('scope_id', 'candidate_id'), name='candidate_identity_unique'),
+            model_name="candidate",
+            constraint=models.UniqueConstraint(
+                fields=("scope_id", "candidate_id"), name="candidate_identity_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('result_head__isnull', False), ('result_revision__isnull', False), ('status', 'approved')), models.Q(models.Q(('status', 'approved'), _negated=True), ('result_head__isnull', True), ('result_revision__isnull', True)), _connector='OR'), name='candidate_result_iff_approved'),
+            model_name="candidate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("result_head__isnull", False),
+                        ("result_revision__isnull", False),
+                        ("status", "approved"),
+                    ),
+                    models.Q(
+                        models.Q(("status", "approved"), _negated=True),
+                        ("result_head__isnull", True),
+                        ("result_revision__isnull", True),
+                    ),
+                    _connector="OR",
+                ),
+                name="candidate_result_iff_approved",
+            ),
         ),
     ]
