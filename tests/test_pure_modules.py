@@ -20,6 +20,7 @@ PURE_MODULES = {
     "context_api.builder": ROOT / "context_api" / "builder.py",
     "context_api.replay": ROOT / "context_api" / "replay.py",
     "powercontext.analyzer": ROOT / "powercontext" / "analyzer.py",
+    "review.diff": ROOT / "review" / "diff.py",
 }
 
 # Standard-library modules that bring in the clock, randomness, the environment, I/O or logging.

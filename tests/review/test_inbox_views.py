@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from powercontext.models import ArtifactRevision
-from review import inbox
+from review import diff, inbox
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import make_memory
 from tests.review.conftest import (
@@ -422,7 +422,7 @@ def test_a_target_candidate_shows_a_side_by_side_diff_against_the_current_revisi
 def test_the_side_by_side_diff_pairs_changed_lines_and_folds_long_unchanged_runs() -> None:
     old = "\n".join(f"line {n}" for n in range(1, 21))
     new = old.replace("line 10", "line ten").replace("line 20", "line 20\nline 21")
-    rows = inbox.side_by_side(old, new)
+    rows = diff.side_by_side(old, new)
     kinds = [row.kind for row in rows]
     assert kinds.count("skip") == 2
     replaced = next(row for row in rows if row.kind == "replace")
@@ -430,11 +430,11 @@ def test_the_side_by_side_diff_pairs_changed_lines_and_folds_long_unchanged_runs
     assert [s.text for s in replaced.right if s.changed] == ["ten"]
     inserted = [row for row in rows if row.kind == "insert"]
     assert [(row.right_no, row.right[0].text) for row in inserted] == [(21, "line 21")]
-    assert inbox.side_by_side("same", "same") == [
-        inbox.DiffRow("equal", 1, (inbox.Segment("same", False),), 1, (inbox.Segment("same", False),))
+    assert diff.side_by_side("same", "same") == [
+        diff.DiffRow("equal", 1, (diff.Segment("same", False),), 1, (diff.Segment("same", False),))
     ]
-    assert [row.kind for row in inbox.side_by_side("", "new")] == ["insert"]
-    assert [row.kind for row in inbox.side_by_side("old", "")] == ["delete"]
+    assert [row.kind for row in diff.side_by_side("", "new")] == ["insert"]
+    assert [row.kind for row in diff.side_by_side("old", "")] == ["delete"]
 
 
 def test_fields_diff_keeps_the_family_order_and_marks_unchanged_fields() -> None:
