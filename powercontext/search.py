@@ -62,11 +62,13 @@ class Engine:
     def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
         raise NotImplementedError
 
-    def match_sql(self, index: Index) -> tuple[str, str, str, str]:
-        """(FROM fragment, match condition, relevance expression, ORDER direction)."""
+    def top_sql(self, index: Index) -> str:
+        """SQL for the ``limit`` best matches of one scope: rows (doc_key, relevance), best
+        first, ties by key. Ranking happens inside the engine before any join, so its cost per
+        match stays that of the engine's own scoring."""
         raise NotImplementedError
 
-    def match_param(self, tokens: list[str]) -> str:
+    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
         raise NotImplementedError
 
     def relevance(self, raw: float) -> float:
@@ -85,17 +87,16 @@ class SqliteEngine(Engine):
     def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
         return " ".join(_tokens(scope_id, terms))
 
-    def match_sql(self, index: Index) -> tuple[str, str, str, str]:
-        docs, fts = index.model._meta.db_table, index.fts_table
+    def top_sql(self, index: Index) -> str:
+        # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
+        fts = index.fts_table
         return (
-            f"{fts} JOIN {docs} d ON d.{index.key} = {fts}.rowid",
-            f"{fts} MATCH %s",
-            f"-bm25({fts})",
-            "DESC",
+            f"SELECT {fts}.rowid AS doc_key, -bm25({fts}) AS relevance FROM {fts}"
+            f" WHERE {fts} MATCH %s ORDER BY relevance DESC, {fts}.rowid LIMIT %s"
         )
 
-    def match_param(self, tokens: list[str]) -> str:
-        return " OR ".join(f'"{token}"' for token in tokens)
+    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+        return [" OR ".join(f'"{token}"' for token in tokens), limit]
 
     def relevance(self, raw: float) -> float:
         return float(raw)
@@ -126,17 +127,16 @@ class PostgresEngine(Engine):
         # Tokens are ASCII alphanumeric: no quoting needed in a tsvector literal.
         return " ".join(f"{token}:{','.join(map(str, sorted(set(p))))}" for token, p in positions.items())
 
-    def match_sql(self, index: Index) -> tuple[str, str, str, str]:
-        docs = index.model._meta.db_table
+    def top_sql(self, index: Index) -> str:
+        docs, key = index.model._meta.db_table, index.key
         return (
-            f"(SELECT %s::tsquery AS query) q, {docs} d",
-            "d.document @@ q.query",
-            "ts_rank_cd(d.document, q.query)",
-            "DESC",
+            f"SELECT t.{key} AS doc_key, ts_rank_cd(t.document, q.query) AS relevance"
+            f" FROM (SELECT %s::tsquery AS query) q, {docs} t"
+            f" WHERE t.document @@ q.query AND t.scope_id = %s ORDER BY relevance DESC, t.{key} LIMIT %s"
         )
 
-    def match_param(self, tokens: list[str]) -> str:
-        return " | ".join(tokens)
+    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+        return [" | ".join(tokens), scope_id, limit]
 
     def relevance(self, raw: float) -> float:
         return float(raw)
@@ -277,16 +277,19 @@ class _Ranked:
     where: str
 
     def sql(self, db: Engine) -> str:
-        source, match, relevance, direction = db.match_sql(self.index)
+        docs, key = self.index.model._meta.db_table, self.index.key
         return (
-            f"SELECT '{self.tag}' AS src, {self.select}, {relevance} AS relevance FROM {source} {self.joins}"
-            f" WHERE {match} AND d.scope_id = %s AND {self.where}"
-            f" ORDER BY relevance {direction}, d.{self.index.key} ASC LIMIT %s"
+            f"SELECT '{self.tag}' AS src, {self.select}, top.relevance AS relevance"
+            f" FROM ({db.top_sql(self.index)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
+            f" WHERE d.scope_id = %s AND {self.where}"
         )
 
     @staticmethod
     def params(db: Engine, scope_id: str, tokens: list[str], limit: int) -> list[Any]:
-        return [db.match_param(tokens), scope_id, scope_id, limit]
+        # The joins re-check scope and head: index rows exist only for the scope's current,
+        # active rows, so these conditions never drop a row unless the index has drifted (which
+        # ``verify_index`` reports).
+        return [*db.top_params(tokens, scope_id, limit), scope_id, scope_id]
 
 
 _MEMORY_QUERY = _Ranked(
@@ -321,11 +324,8 @@ def _search(
         return [], []
     db = engine()
     tokens = _tokens(scope_id, terms)
-    if len(wanted) == 1:
-        sql = wanted[0][0].sql(db)
-    else:
-        parts = [f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)]
-        sql = " UNION ALL ".join(parts) + " ORDER BY 1, 10 DESC, 2"
+    sql = " UNION ALL ".join(f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted))
+    sql += " ORDER BY 1, 10 DESC, 2"
     params: list[Any] = []
     for ranked, limit in wanted:
         params.extend(ranked.params(db, scope_id, tokens, limit))
