@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | 
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: help venv run test test-sqlite test-postgres lint typecheck migrations-check bench worker
+PURE_MODULES := context_api/builder.py context_api/replay.py powercontext/analyzer.py review/diff.py \
+	context_api/hooks/codex_user_prompt_submit.py
+
+.PHONY: help venv run test lint typecheck migrations-check bench worker
 
 help: ## List the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,6 +33,9 @@ test: $(STAMP) ## Run the whole test suite (DATABASE_URL picks the database; def
 lint: $(STAMP) ## Lint and check formatting
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP) ## mypy --strict on the pure modules and the hook
+	$(VENV)/bin/mypy --strict --follow-imports=silent $(PURE_MODULES)
 
 migrations-check: $(STAMP) ## Fail when models and migrations disagree
 	$(PY) manage.py makemigrations --check --dry-run

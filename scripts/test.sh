@@ -23,6 +23,14 @@ run_pass() {
   fi
 }
 
+echo "=== PowerContext static checks ==="
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy --strict --follow-imports=silent context_api/builder.py context_api/replay.py \
+  powercontext/analyzer.py review/diff.py context_api/hooks/codex_user_prompt_submit.py
+env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
+  "$PY" manage.py makemigrations --check --dry-run
+
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" -m pytest "$@"

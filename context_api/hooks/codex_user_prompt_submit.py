@@ -30,6 +30,7 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 COMPONENT = "powercontext.codex.recall"
@@ -228,7 +229,7 @@ def resolve_scope_id(cwd: str, environ: dict[str, str]) -> str:
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
         return None  # a 3xx then surfaces as an HTTPError
 
 
@@ -301,7 +302,10 @@ def post_prepare(
         if isinstance(error, OSError):  # refused, reset, timeout, DNS, TLS
             raise _Failure("server_unavailable")
         raise _Failure("invalid_response")  # e.g. a peer that does not speak HTTP
-    return int(result["status"]), result["body"]  # type: ignore[arg-type, return-value]
+    status, payload = result["status"], result["body"]
+    if not isinstance(status, int) or not (payload is None or isinstance(payload, bytes)):
+        raise _Failure("invalid_response")
+    return status, payload
 
 
 # --------------------------------------------------------------------------- validation
