@@ -324,7 +324,9 @@ def _search(
         return [], []
     db = engine()
     tokens = _tokens(scope_id, terms)
-    sql = " UNION ALL ".join(f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted))
+    sql = " UNION ALL ".join(
+        f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
+    )
     sql += " ORDER BY 1, 10 DESC, 2"
     params: list[Any] = []
     for ranked, limit in wanted:
