@@ -16,10 +16,15 @@ Version 1:
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from collections.abc import Iterable
 
 ANALYZER_VERSION = 1
+# The encoding of index tokens (``index_token``). Index rows written with another format are
+# reported by ``verify`` and rewritten by ``rebuild_search_index``; terms themselves are
+# unchanged, so ``searchable_text`` stays valid.
+INDEX_TOKEN_FORMAT = 2
 MAX_TERM_CHARS = 64
 MAX_QUERY_TERMS = 64
 
@@ -133,15 +138,26 @@ def searchable_text(parts: Iterable[str]) -> str:
     return " ".join(terms)
 
 
+_PLAIN_TERM = re.compile(r"[a-z0-9]+")
+
+
 def scope_key(scope_id: str) -> str:
-    """A short, stable, index-safe key for a scope (scope ids are case-sensitive)."""
-    return hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:16]
+    """A short, stable, index-safe key for a scope (scope ids are case-sensitive).
+
+    48 bits: a collision could only make two scopes share postings, and every search still
+    filters rows by the exact scope id, so nothing can cross scopes even then.
+    """
+    return hashlib.sha256(scope_id.encode("utf-8")).hexdigest()[:12]
 
 
 def index_token(scope: str, term: str) -> str:
     """An ASCII-alphanumeric index token for ``term`` in the scope with key ``scope``.
 
     Both backends index these tokens verbatim, so no backend tokenizer can split, stem or
-    re-case a term, and every token lookup is already restricted to one scope.
+    re-case a term, and every token lookup is already restricted to one scope. Plain
+    lowercase ASCII terms are kept as they are (``a`` prefix); any other term is hex-encoded
+    UTF-8 (``x`` prefix), so the two forms can never collide.
     """
+    if _PLAIN_TERM.fullmatch(term):
+        return f"k{scope}a{term}"
     return f"k{scope}x{term.encode('utf-8').hex()}"

@@ -132,6 +132,9 @@ class Command(BaseCommand):
                 lambda: memory_remember(scope_id=SCOPE, kind="note", text=corpus.note()), samples
             )
             seeded += samples
+            # Steady state, not a cold start: warm caches with other queries than the timed ones.
+            for _ in range(samples // 2):
+                memory_search(scope_id=SCOPE, query=corpus.query(), limit=10)
             search_queries = iter(queries * 2)
             searches = timed(
                 lambda q=search_queries: memory_search(scope_id=SCOPE, query=next(q), limit=10), samples
