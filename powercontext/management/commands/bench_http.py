@@ -33,9 +33,10 @@ class Command(BaseCommand):
         corpus = Corpus()
         queries = [corpus.query() for _ in range(samples)]
         with httpx.Client(base_url=url, timeout=30) as client:
-            for _ in range(20):  # warm up connections and caches
+            # Steady state: warm connections and caches with other queries than the timed ones.
+            for _ in range(samples):
                 client.get("/health/live")
-                client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[0]})
+                client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": corpus.query()})
             live = self._timed(lambda i: client.get("/health/live"), samples)
             prepare = self._timed(
                 lambda i: client.post(
