@@ -267,6 +267,25 @@ def _as_list(items: Sequence[Mapping[str, Any]] | None) -> list[Mapping[str, Any
     return [] if items is None else list(items)
 
 
+def _proposal_body(
+    scope_id: str,
+    proposal: Mapping[str, Any],
+    source_refs: Sequence[Mapping[str, Any]] | None,
+    artifact_refs: Sequence[Mapping[str, Any]] | None,
+    target: Mapping[str, Any] | None,
+    reason: str | None,
+) -> dict[str, Any]:
+    """The body shared by propose_experience and propose_skill."""
+    return {
+        "scope_id": scope_id,
+        "proposal": proposal,
+        "source_refs": _as_list(source_refs),
+        "artifact_refs": _as_list(artifact_refs),
+        "target": target,
+        "reason": reason,
+    }
+
+
 class _Operations(Generic[ResultT]):
     """The public API. ``ResultT`` is ``dict`` for the sync client and ``Awaitable[dict]`` for the async one."""
 
@@ -370,14 +389,7 @@ class _Operations(Generic[ResultT]):
     ) -> ResultT:
         return self._call(
             "propose_experience",
-            {
-                "scope_id": scope_id,
-                "proposal": proposal,
-                "source_refs": _as_list(source_refs),
-                "artifact_refs": _as_list(artifact_refs),
-                "target": target,
-                "reason": reason,
-            },
+            _proposal_body(scope_id, proposal, source_refs, artifact_refs, target, reason),
         )
 
     def propose_skill(
@@ -391,15 +403,7 @@ class _Operations(Generic[ResultT]):
         reason: str | None = None,
     ) -> ResultT:
         return self._call(
-            "propose_skill",
-            {
-                "scope_id": scope_id,
-                "proposal": proposal,
-                "source_refs": _as_list(source_refs),
-                "artifact_refs": _as_list(artifact_refs),
-                "target": target,
-                "reason": reason,
-            },
+            "propose_skill", _proposal_body(scope_id, proposal, source_refs, artifact_refs, target, reason)
         )
 
     def get_experience(self, *, scope_id: str, artifact: Mapping[str, Any]) -> ResultT:
