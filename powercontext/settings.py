@@ -180,6 +180,8 @@ LOGGING = {
     "loggers": {
         # Django's own request logger prints the path of failed requests; ours logs the route.
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
-        "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        # runserver's own request lines carry query strings (Inbox filters hold scope ids);
+        # powercontext.access logs every request by route name instead.
+        "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }
