@@ -182,6 +182,6 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         # runserver's own request lines carry query strings (Inbox filters hold scope ids);
         # powercontext.access logs every request by route name instead.
-        "django.server": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "django.server": {"handlers": ["console"], "level": "CRITICAL", "propagate": False},
     },
 }
