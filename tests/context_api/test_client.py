@@ -9,11 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -33,99 +29,16 @@ from context_api.client import (
     UnavailableError,
     UnexpectedResponseError,
 )
+from tests.context_api.fake_http import FakeServer, Reply
 
 REQUEST_ID = "5f0c2b7a9d3e4f61"
 
 # --------------------------------------------------------------------------- fake server
 
 
-@dataclass
-class Reply:
-    status: int
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    hold: bool = False
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: Message
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-class FakeServer:
-    def __init__(self) -> None:
-        self.requests: list[Recorded] = []
-        self.reply = Reply(500)
-        self.release = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self) -> None:
-                try:
-                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                    server.requests.append(Recorded(self.command, self.path, self.headers, body))
-                    reply = server.reply
-                    if reply.hold:
-                        server.release.wait(10)
-                    self.send_response(reply.status)
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(reply.body)))
-                    self.end_headers()
-                    self.wfile.write(reply.body)
-                except OSError:
-                    pass
-
-            do_GET = do_POST = _handle
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def respond(
-        self,
-        status: int,
-        payload: object = None,
-        *,
-        raw: bytes | None = None,
-        content_type: str = "application/json",
-        hold: bool = False,
-    ) -> None:
-        body = raw if raw is not None else (b"" if payload is None else json.dumps(payload).encode())
-        headers = {"Content-Type": content_type, "X-PowerContext-Request-ID": REQUEST_ID}
-        self.reply = Reply(status, body, headers, hold)
-
-    @property
-    def last(self) -> Recorded:
-        assert len(self.requests) == 1
-        return self.requests[0]
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
 @pytest.fixture
 def server():
-    fake = FakeServer()
-    fake.thread.start()
+    fake = FakeServer(default_headers={"X-PowerContext-Request-ID": REQUEST_ID})
     yield fake
     fake.close()
 

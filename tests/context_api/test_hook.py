@@ -13,16 +13,13 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
-from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from context_api.hooks import codex_user_prompt_submit as hook
+from tests.context_api.fake_http import FakeServer, Reply
 
 HOOK_PATH = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
 SCHEMA = "powercontext.prepared-context.v1"
@@ -43,97 +40,9 @@ SECRETS = ("SECRET-PROMPT", "SECRET-SCOPE", "SECRET-TOKEN", "SECRET-CONTENT", "r
 # --------------------------------------------------------------------------- fake server
 
 
-@dataclass
-class Reply:
-    status: int
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    hold: bool = False  # wait for FakeServer.release before answering
-    trickle: bool = False  # send the body in ~50 pieces, 0.1 s apart (each gap is shorter than the timeout)
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: Message
-    body: bytes
-
-    def json(self) -> object:
-        return json.loads(self.body)
-
-
-class FakeServer:
-    def __init__(self) -> None:
-        self.requests: list[Recorded] = []
-        self.queue: list[Reply] = []  # answered first, in order; then `reply` for every request
-        self.reply = Reply(500)
-        self.release = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self) -> None:
-                try:
-                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                    server.requests.append(Recorded(self.command, self.path, self.headers, body))
-                    reply = server.queue.pop(0) if server.queue else server.reply
-                    if reply.hold:
-                        server.release.wait(10)
-                    self.send_response(reply.status)
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(reply.body)))
-                    self.end_headers()
-                    if not reply.trickle:
-                        self.wfile.write(reply.body)
-                        return
-                    step = len(reply.body) // 50 + 1
-                    for start in range(0, len(reply.body), step):
-                        self.wfile.write(reply.body[start : start + step])
-                        self.wfile.flush()
-                        if server.release.wait(0.1):
-                            return
-                except OSError:
-                    pass  # the client gave up (timeout tests)
-
-            do_GET = do_POST = _handle
-
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def respond(
-        self,
-        status: int,
-        payload: object = None,
-        *,
-        raw: bytes | None = None,
-        hold: bool = False,
-        trickle: bool = False,
-    ) -> None:
-        body = raw if raw is not None else (b"" if payload is None else json.dumps(payload).encode())
-        self.reply = Reply(status, body, {"Content-Type": "application/json"}, hold, trickle)
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
 @pytest.fixture
 def server():
     fake = FakeServer()
-    fake.thread.start()
     yield fake
     fake.close()
 
