@@ -7,9 +7,6 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt | 
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-PURE_MODULES := context_api/builder.py context_api/replay.py powercontext/analyzer.py review/diff.py \
-	context_api/hooks/codex_user_prompt_submit.py
-
 .PHONY: help venv run test lint typecheck migrations-check bench worker
 
 help: ## List the commands
@@ -34,8 +31,8 @@ lint: $(STAMP) ## Lint and check formatting
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: $(STAMP) ## mypy --strict on the pure modules and the hook
-	$(VENV)/bin/mypy --strict --follow-imports=silent $(PURE_MODULES)
+typecheck: $(STAMP) ## mypy --strict on the pure modules (pyproject.toml lists them) and the hook
+	PY=$(PY) scripts/typecheck.sh
 
 migrations-check: $(STAMP) ## Fail when models and migrations disagree
 	$(PY) manage.py makemigrations --check --dry-run

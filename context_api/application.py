@@ -16,16 +16,11 @@ from dataclasses import dataclass
 from context_api.builder import (
     EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
-    ArtifactRef,
     BuilderInvariantError,
-    ExperienceContent,
-    ExperienceHit,
-    MemoryHit,
     PreparedContext,
     PreparedContextBuilder,
 )
 from powercontext.exceptions import InvariantFailure
-from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
 from powercontext.selectors import context as context_selectors
 
 logger = logging.getLogger("powercontext.prepare")
@@ -49,46 +44,17 @@ class ScopedContextApplication:
         fail; database errors propagate to the HTTP error mapping (503 when unreachable).
         """
         started = time.perf_counter()
-        memory, experiences = context_selectors.context_candidates(
+        found = context_selectors.context_candidates(
             scope_id=request.scope_id,
             query=request.query,
             memory_limit=MEMORY_CANDIDATE_WINDOW,
             experience_limit=EXPERIENCE_CANDIDATE_WINDOW,
         )
-        memory_ref = (
-            ArtifactRef(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=memory.revision)
-            if memory.revision is not None
-            else None
-        )
-        memory_hits = [
-            MemoryHit(
-                memory_ref=ArtifactRef(
-                    family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=hit.revision
-                ),
-                entry_id=hit.entry_id,
-                entry_version_id=hit.entry_version_id,
-                text=hit.text,
-                score=hit.score,
-                matched_by=("fts",),
-            )
-            for hit in memory.hits
-        ]
-        experience_hits = [
-            ExperienceHit(
-                artifact_ref=ArtifactRef(
-                    family=hit.family, artifact_id=hit.artifact_id, revision=hit.revision
-                ),
-                content=ExperienceContent(
-                    situation=hit.situation, action=hit.action, outcome=hit.outcome, lesson=hit.lesson
-                ),
-            )
-            for hit in experiences
-        ]
         try:
             prepared = self.builder.build(
-                memory_ref=memory_ref,
-                memory_hits=memory_hits,
-                experience_hits=experience_hits,
+                memory_ref=found.memory_ref,
+                memory_hits=found.memory_hits,
+                experience_hits=found.experience_hits,
                 max_bytes=request.max_bytes,
             )
         except BuilderInvariantError as exc:
@@ -97,8 +63,8 @@ class ScopedContextApplication:
         logger.info(
             "prepare status=%s memory_hits=%d experience_hits=%d content_bytes=%d duration_ms=%.1f",
             prepared.status,
-            len(memory_hits),
-            len(experience_hits),
+            len(found.memory_hits),
+            len(found.experience_hits),
             prepared.content_bytes,
             (time.perf_counter() - started) * 1000,
         )

@@ -42,10 +42,12 @@ the request, so an out-of-range value reaching the builder is a Runtime bug, i.e
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
+
+from powercontext.families import EXPERIENCE, Family
 
 MEMORY_CANDIDATE_WINDOW = 16
 MEMORY_ITEM_LIMIT = 8
@@ -61,8 +63,8 @@ SCHEMA = "powercontext.prepared-context.v1"
 
 STATUS_READY = "ready"
 STATUS_EMPTY = "empty"
-MEMORY_FAMILY = "memory"
-EXPERIENCE_FAMILY = "experience"
+MEMORY_FAMILY = Family.MEMORY.value
+EXPERIENCE_FAMILY = Family.EXPERIENCE.value
 TRUST = "untrusted_history"
 ELLIPSIS = "\u2026"
 
@@ -111,10 +113,19 @@ class MemoryHit:
 
 @dataclass(frozen=True)
 class ExperienceContent:
+    """The Experience family's fields (``powercontext.families.EXPERIENCE``), in its order."""
+
     situation: str
     action: str
     outcome: str
     lesson: str
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> ExperienceContent:
+        return cls(**{name: str(values.get(name, "")) for name in EXPERIENCE.field_names})
+
+    def values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in EXPERIENCE.field_names)
 
 
 @dataclass(frozen=True)
@@ -145,10 +156,7 @@ class PreparedContext:
 
 def render_experience_content(content: ExperienceContent) -> str:
     """The item content of an Experience: the four user-authored fields with fixed labels."""
-    return (
-        f"Situation: {content.situation}\nAction: {content.action}\n"
-        f"Outcome: {content.outcome}\nLesson: {content.lesson}"
-    )
+    return EXPERIENCE.render(dict(zip(EXPERIENCE.field_names, content.values(), strict=True)))
 
 
 def render_content(items: Sequence[dict[str, Any]]) -> str:
@@ -434,10 +442,7 @@ class PreparedContextBuilder:
             if ref.family != EXPERIENCE_FAMILY:
                 raise BuilderInvariantError("experience hit is not an experience artifact")
             content = hit.content
-            if not all(
-                isinstance(value, str)
-                for value in (content.situation, content.action, content.outcome, content.lesson)
-            ):
+            if not all(isinstance(value, str) for value in content.values()):
                 raise BuilderInvariantError("experience hit has a malformed field")
 
         seen: set[ArtifactRef] = set()
@@ -447,13 +452,7 @@ class PreparedContextBuilder:
                 continue
             seen.add(hit.artifact_ref)
             content = hit.content
-            fields = (
-                hit.artifact_ref.artifact_id,
-                content.situation,
-                content.action,
-                content.outcome,
-                content.lesson,
-            )
+            fields = (hit.artifact_ref.artifact_id, *content.values())
             if any(_is_blank(value) for value in fields) or not _encodable(*fields):
                 continue
             selected.append(_experience_candidate(hit))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
-from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY
-from powercontext.selectors.memory import EntryView
+from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, ArtifactRevision
+from powercontext.selectors.memory import EntryView, SearchResult
+from review.models import Candidate
 
 
 def memory_ref(revision: int | None) -> dict[str, Any] | None:
@@ -32,3 +35,74 @@ def memory_entry(entry: EntryView) -> dict[str, Any]:
 
 def memory_mutation(revision: int, entry: EntryView | None) -> dict[str, Any]:
     return {"memory": memory_ref(revision), "entry": memory_entry(entry) if entry is not None else None}
+
+
+def memory_search(result: SearchResult) -> dict[str, Any]:
+    return {
+        "memory": memory_ref(result.revision),
+        "mode": "fts" if result.revision is not None else None,
+        "hits": [
+            {
+                "citation": citation(hit.revision, hit.entry_id, hit.entry_version_id),
+                "text": hit.text,
+                "score": hit.score,
+                "matched_by": ["fts"],
+            }
+            for hit in result.hits
+        ],
+    }
+
+
+def artifact_ref(family: str, artifact_id: str, revision: int | None) -> dict[str, Any]:
+    return {"family": family, "artifact_id": artifact_id, "revision": revision}
+
+
+def candidate(candidate: Candidate) -> dict[str, Any]:
+    """The wire ``ArtifactCandidate`` (all 11 keys, nullable ones as null)."""
+    latest = candidate.latest
+    assert latest is not None
+    head = candidate.result_head
+    return {
+        "candidate_id": candidate.candidate_id,
+        "version": candidate.version,
+        "family": candidate.family,
+        "status": candidate.status,
+        "proposal": latest.proposal,
+        "source_refs": latest.source_refs,
+        "artifact_refs": latest.artifact_refs,
+        "target": latest.target,
+        "reason": latest.reason,
+        "result_artifact": (
+            artifact_ref(head.family, head.artifact_id, candidate.result_revision)
+            if head is not None
+            else None
+        ),
+        "decision_reason": candidate.decision_reason,
+    }
+
+
+def artifact_revision(revision: ArtifactRevision) -> dict[str, Any]:
+    """The wire body of ``get_experience`` / ``get_skill``."""
+    return {
+        "artifact": artifact_ref(revision.family, revision.artifact_id, revision.revision),
+        "content": revision.content,
+        "source_refs": revision.source_refs,
+        "artifact_refs": revision.artifact_refs,
+    }
+
+
+def encode_cursor(pk: int, prefix: str) -> str:
+    """An opaque page cursor for the keyset position ``pk``."""
+    return base64.urlsafe_b64encode(f"{prefix}{pk}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, prefix: str) -> int | None:
+    """The keyset position of a cursor this server issued (None for anything else)."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    value = raw.removeprefix(prefix)
+    if value == raw or not value.isdigit():
+        return None
+    return int(value)

@@ -56,6 +56,7 @@ from context_api.builder import (
     MemoryHit,
     PreparedContextBuilder,
 )
+from powercontext.families import EXPERIENCE
 
 ERROR_INVARIANT = "invariant"
 ERROR_INVALID_CASE = "invalid_case"
@@ -224,10 +225,7 @@ def _experience_hit(value: object, where: str) -> ExperienceHit:
     content = _object(hit.get("content"), f"{where}.content")
     return ExperienceHit(
         artifact_ref=_ref(hit.get("artifact_ref"), f"{where}.artifact_ref"),
-        content=ExperienceContent(
-            situation=_text(content.get("situation"), f"{where}.content.situation"),
-            action=_text(content.get("action"), f"{where}.content.action"),
-            outcome=_text(content.get("outcome"), f"{where}.content.outcome"),
-            lesson=_text(content.get("lesson"), f"{where}.content.lesson"),
+        content=ExperienceContent.from_mapping(
+            {name: _text(content.get(name), f"{where}.content.{name}") for name in EXPERIENCE.field_names}
         ),
     )

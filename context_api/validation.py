@@ -17,11 +17,13 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import serializers
 
+from powercontext import families
 from powercontext.exceptions import InvalidRequest
+from powercontext.families import FamilySpec, ProposalField
 
-NON_BLANK = re.compile(r"\S")
+NON_BLANK = families.NON_BLANK
 ID128 = re.compile(r"[\x21-\x7E]+")
-TRIMMED = re.compile("\\S(?:[^\\n\\r\\u2028\\u2029]*\\S)?")  # ECMA "." excludes line terminators
+TRIMMED = families.ONE_TRIMMED_LINE
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -55,7 +57,7 @@ def _check_string(value: str, loc: list[str | int]) -> None:
         raise _single_error(loc, "Strings must be valid Unicode (no unpaired surrogates).", "string_unicode")
 
 
-def _check_strings(root: Any) -> None:
+def check_strings(root: Any) -> None:
     """Reject NUL, unpaired surrogates and deep nesting anywhere (iteratively, no recursion):
     no backend can store the first two faithfully, and the last would exhaust the stack."""
     stack: list[tuple[Any, list[str | int]]] = [(root, [])]
@@ -90,7 +92,7 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         raise _single_error([], "The body must be one valid JSON object.", "json_invalid") from None
     if not isinstance(data, dict):
         raise _single_error([], "The body must be a JSON object.", "object_type")
-    _check_strings(data)
+    check_strings(data)
     return data
 
 
@@ -212,6 +214,25 @@ class MemoryCitationSerializer(StrictSerializer):
     memory_ref = ArtifactReferenceSerializer()
     entry_id = id128_field()
     entry_version_id = id128_field()
+
+
+def _proposal_field(spec: ProposalField) -> serializers.Field:
+    if spec.kind == "lines":
+        return serializers.ListField(
+            child=StrictCharField(min_length=1, max_length=spec.max_length, pattern=TRIMMED, full=True),
+            min_length=spec.min_items,
+            max_length=spec.max_items,
+        )
+    if spec.kind == "line":
+        return StrictCharField(min_length=1, max_length=spec.max_length, pattern=TRIMMED, full=True)
+    return StrictCharField(min_length=1, max_length=spec.max_length, pattern=NON_BLANK)
+
+
+def proposal_serializer(spec: FamilySpec) -> type[StrictSerializer]:
+    """The closed request schema of one family's ``proposal`` object, from the family spec."""
+    name = f"{spec.family.value.title()}ProposalSerializer"
+    fields = {field.name: _proposal_field(field) for field in spec.fields}
+    return type(StrictSerializer)(name, (StrictSerializer,), fields)  # type: ignore[no-any-return]
 
 
 def _flatten(detail: Any, loc: list[str | int]) -> list[dict[str, Any]]:

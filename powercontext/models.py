@@ -11,11 +11,13 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from powercontext.families import MEMORY_ARTIFACT_ID as MEMORY_ARTIFACT_ID
+from powercontext.families import Family
+
 SCOPE_MAX_LENGTH = 256
 ID_MAX_LENGTH = 128
 
-MEMORY_FAMILY = "memory"
-MEMORY_ARTIFACT_ID = "memory"
+MEMORY_FAMILY = Family.MEMORY.value
 
 
 class ScopeState(models.Model):

@@ -11,11 +11,14 @@ from django import forms
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from powercontext import families
 from review.models import Candidate
 
 # Proposal keys searched by the text filter (JSON key transforms, so non-ASCII text matches the
 # stored string rather than its escaped JSON form).
-TEXT_KEYS = ("situation", "action", "outcome", "lesson", "name", "description", "instructions")
+TEXT_KEYS = tuple(
+    dict.fromkeys(name for spec in families.PROPOSAL_FAMILIES.values() for name in spec.text_fields())
+)
 
 AGES: dict[str, tuple[str, str, timedelta]] = {
     "lt1h": ("Last hour", "gte", timedelta(hours=1)),

@@ -7,11 +7,9 @@ from typing import Any
 
 from django import forms
 
-from context_api.review_apis import PROPOSAL_SERIALIZERS
-from context_api.validation import validate
+from powercontext import families
 from powercontext.exceptions import InvalidRequest
-from review.inbox import VersionView
-from review.models import Candidate
+from review.selectors.candidate import VersionView
 from review.services import Submission
 
 REASON_MAX = 2000
@@ -56,9 +54,10 @@ def add_service_errors(form: forms.Form, exc: InvalidRequest) -> None:
         form.add_error(name, str(error.get("msg", exc.message)))
 
 
-class _ReviseForm(forms.Form):
-    family = ""
-    proposal_fields: tuple[str, ...] = ()
+class ReviseForm(forms.Form):
+    """A complete replacement proposal; subclasses per family come from the family spec."""
+
+    spec: families.FamilySpec
 
     expected_version = _version_field()
     reason = TextField(
@@ -69,16 +68,19 @@ class _ReviseForm(forms.Form):
     )
 
     def proposal(self) -> dict[str, Any]:
-        return {name: self.cleaned_data[name] for name in self.proposal_fields}
+        return {name: self.cleaned_data[name] for name in self.spec.field_names}
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        if any(name in self.errors for name in self.proposal_fields):
-            return cleaned
-        try:
-            validate(PROPOSAL_SERIALIZERS[self.family], self.proposal())
-        except InvalidRequest as exc:
-            add_service_errors(self, exc)
+        cleaned = super().clean() or {}
+        for field in self.spec.fields:
+            if field.name not in cleaned:
+                continue
+            value = cleaned[field.name]
+            if field.kind == "lines":
+                value = cleaned[field.name] = [line.strip() for line in value.split("\n") if line.strip()]
+            problem = families.field_problem(field, value)
+            if problem is not None:
+                self.add_error(field.name, problem)
         return cleaned
 
     def submission(self, current: VersionView) -> Submission:
@@ -95,45 +97,27 @@ class _ReviseForm(forms.Form):
     def initial_from(cls, candidate_version: int, current: VersionView) -> dict[str, Any]:
         initial: dict[str, Any] = {"expected_version": candidate_version, "reason": current.reason or ""}
         for field in current.fields:
-            if field.name in cls.proposal_fields:
+            if field.name in cls.spec.field_names:
                 initial[field.name] = field.text
         return initial
 
 
-def _area(rows: int, max_length: int, help_text: str = "") -> TextField:
-    return TextField(max_length=max_length, help_text=help_text, widget=forms.Textarea(attrs={"rows": rows}))
+def _form_field(field: families.ProposalField) -> TextField:
+    if field.kind == "lines":  # one item per line; limits checked in ReviseForm.clean
+        return TextField(
+            label=field.label, help_text=field.help_text, widget=forms.Textarea(attrs={"rows": field.rows})
+        )
+    widget = forms.TextInput() if field.rows <= 1 else forms.Textarea(attrs={"rows": field.rows})
+    return TextField(label=field.label, max_length=field.max_length, help_text=field.help_text, widget=widget)
 
 
-class ExperienceReviseForm(_ReviseForm):
-    family = Candidate.Family.EXPERIENCE
-    proposal_fields = ("situation", "action", "outcome", "lesson")
-
-    situation = _area(4, 8000)
-    action = _area(4, 8000)
-    outcome = _area(4, 8000)
-    lesson = _area(3, 8000)
-
-    field_order = ["situation", "action", "outcome", "lesson", "reason", "expected_version"]
+def revise_form(spec: families.FamilySpec) -> type[ReviseForm]:
+    """The Inbox revise form of one family, derived from its spec."""
+    attrs: dict[str, Any] = {"spec": spec, **{f.name: _form_field(f) for f in spec.fields}}
+    attrs["field_order"] = [*spec.field_names, "reason", "expected_version"]
+    return type(f"{spec.family.value.title()}ReviseForm", (ReviseForm,), attrs)
 
 
-class SkillReviseForm(_ReviseForm):
-    family = Candidate.Family.SKILL
-    proposal_fields = ("name", "description", "instructions", "validation")
-
-    name = TextField(max_length=128)
-    description = TextField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
-    instructions = _area(10, 32000)
-    validation = TextField(
-        help_text="One check per line (1 to 32 lines).", widget=forms.Textarea(attrs={"rows": 4})
-    )
-
-    field_order = ["name", "description", "instructions", "validation", "reason", "expected_version"]
-
-    def clean_validation(self) -> list[str]:
-        return [line.strip() for line in self.cleaned_data["validation"].split("\n") if line.strip()]
-
-
-REVISE_FORMS: dict[str, type[_ReviseForm]] = {
-    Candidate.Family.EXPERIENCE: ExperienceReviseForm,
-    Candidate.Family.SKILL: SkillReviseForm,
+REVISE_FORMS: dict[str, type[ReviseForm]] = {
+    name: revise_form(spec) for name, spec in families.PROPOSAL_FAMILIES.items()
 }

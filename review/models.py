@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from powercontext import families
 from powercontext.models import ID_MAX_LENGTH, SCOPE_MAX_LENGTH, Artifact
 
 
@@ -17,8 +18,8 @@ class Candidate(models.Model):
     """
 
     class Family(models.TextChoices):
-        EXPERIENCE = "experience"
-        SKILL = "skill"
+        EXPERIENCE = families.Family.EXPERIENCE.value
+        SKILL = families.Family.SKILL.value
 
     class Status(models.TextChoices):
         PENDING = "pending"

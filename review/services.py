@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 
-from powercontext import analyzer, search
+from powercontext import analyzer, families
 from powercontext.exceptions import (
     ArtifactConflict,
     CandidateConflict,
@@ -27,11 +27,16 @@ from powercontext.exceptions import (
     InvariantFailure,
 )
 from powercontext.models import Artifact, ArtifactRevision, Source
+from powercontext.services.artifacts import (
+    Refs,
+    artifact_head_create,
+    artifact_head_lock,
+    artifact_revision_create,
+    head_ref,
+)
 from review.models import Candidate, CandidateVersion, ReviewDecision
 
 MAX_EVIDENCE = 32
-EXPERIENCE_FIELDS = ("situation", "action", "outcome", "lesson")
-ARTIFACT_ID_PREFIX = {Candidate.Family.EXPERIENCE: "exp", Candidate.Family.SKILL: "skill"}
 
 
 @dataclass(frozen=True)
@@ -89,11 +94,7 @@ def _check_evidence(scope_id: str, family: str, submission: Submission) -> None:
     if head is None or head.current_revision < 1:
         raise _invalid(["target"], "The target Artifact does not exist in this scope.", "target_missing")
     if head.current_revision != target["revision"]:
-        raise ArtifactConflict(details={"current": _head_ref(head)})
-
-
-def _head_ref(head: Artifact) -> dict[str, Any]:
-    return {"family": head.family, "artifact_id": head.artifact_id, "revision": head.current_revision}
+        raise ArtifactConflict(details={"current": head_ref(head)})
 
 
 def _write_version(
@@ -187,6 +188,8 @@ def candidate_approve(
 ) -> Candidate:
     """Commit the reviewed proposal as the next Artifact revision and approve the candidate.
 
+    The revision and the head move go through the artifact kernel
+    (``artifact_revision_create``), with the family's ``searchable_text`` for recalled families.
     Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
     ``ArtifactConflict`` (the target moved on, or another approval won the head).
     """
@@ -194,35 +197,20 @@ def candidate_approve(
     latest = candidate.latest
     if latest is None:  # pragma: no cover - propose always writes version 1
         raise InvariantFailure()
-    head = _lock_result_head(scope_id, candidate.family, latest.target)
-    revision = head.current_revision + 1
-    ArtifactRevision.objects.create(
+    family = families.spec(candidate.family)
+    head = _lock_result_head(scope_id, family, latest.target)
+    searchable = (
+        analyzer.searchable_text(family.searchable_values(latest.proposal)) if family.recallable else None
+    )
+    revision = artifact_revision_create(
         head=head,
-        scope_id=scope_id,
-        family=head.family,
-        artifact_id=head.artifact_id,
-        revision=revision,
-        parent_revision=head.current_revision or None,
+        expected_revision=head.current_revision,
         content=latest.proposal,
-        source_refs=latest.source_refs,
-        artifact_refs=latest.artifact_refs,
+        refs=Refs(source_refs=latest.source_refs, artifact_refs=latest.artifact_refs),
         created_by=reviewer,
+        searchable_text=searchable,
     )
     _after_revision_written()
-    text = ""
-    if candidate.family == Candidate.Family.EXPERIENCE:
-        text = analyzer.searchable_text(str(latest.proposal[name]) for name in EXPERIENCE_FIELDS)
-    moved = Artifact.objects.filter(pk=head.pk, current_revision=head.current_revision).update(
-        current_revision=revision,
-        searchable_text=text,
-        analyzer_version=analyzer.ANALYZER_VERSION if text else 0,
-        state=Artifact.State.ACTIVE,
-    )
-    if moved != 1:
-        head.refresh_from_db()
-        raise ArtifactConflict(details={"current": _head_ref(head)})
-    head.refresh_from_db()
-    search.index_experience_head(head)
     _advance(
         candidate,
         expected_version,
@@ -242,22 +230,16 @@ def candidate_approve(
     return candidate
 
 
-def _lock_result_head(scope_id: str, family: str, target: dict[str, Any] | None) -> Artifact:
+def _lock_result_head(scope_id: str, family: families.FamilySpec, target: dict[str, Any] | None) -> Artifact:
     """The head the approval writes to, locked: the target's (still at the target revision) or
     a new Artifact."""
     if target is None:
-        return Artifact.objects.create(
-            scope_id=scope_id, family=family, artifact_id=f"{ARTIFACT_ID_PREFIX[family]}_{uuid.uuid4().hex}"
-        )
-    head = (
-        Artifact.objects.select_for_update()
-        .filter(scope_id=scope_id, family=family, artifact_id=target["artifact_id"])
-        .first()
-    )
+        return artifact_head_create(scope_id=scope_id, family=family.family, prefix=family.artifact_prefix)
+    head = artifact_head_lock(scope_id=scope_id, family=family.family, artifact_id=target["artifact_id"])
     if head is None:
         raise ArtifactConflict(details={"current": None})
     if head.current_revision != target["revision"]:
-        raise ArtifactConflict(details={"current": _head_ref(head)})
+        raise ArtifactConflict(details={"current": head_ref(head)})
     return head
 
 

@@ -9,6 +9,7 @@ current version, never a 500. Successful POSTs redirect (POST/redirect/GET).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -25,10 +26,13 @@ from powercontext.exceptions import (
     Conflict,
     InvalidRequest,
 )
-from review import inbox, services
+from review import services
 from review.filters import CandidateQueueFilter
 from review.forms import REVISE_FORMS, ApproveForm, RejectForm, add_service_errors
 from review.models import Candidate
+from review.selectors import candidate as candidate_selectors
+from review.selectors import evidence as evidence_selectors
+from review.selectors import queue as queue_selectors
 
 REVIEW_PERMISSION = "review.review_candidate"
 CONFLICTS = (CandidateConflict, CandidateTerminal, ArtifactConflict)
@@ -71,17 +75,17 @@ def queue(request: HttpRequest) -> HttpResponse:
     status = filterset.status_value
     if filterset.is_valid():
         rows = filterset.qs
-        page = inbox.queue_page(
+        page = queue_selectors.queue_page(
             rows,
-            ascending=inbox.ascending_for(status),
+            ascending=queue_selectors.ascending_for(status),
             after=_int(request.GET.get("after")),
             before=_int(request.GET.get("before")),
             split=not filterset.one_family,
         )
-        matching = inbox.capped_count(rows)
+        matching = queue_selectors.capped_count(rows)
     else:
-        page = inbox.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
-        matching = inbox.CappedCount(0, False)
+        page = queue_selectors.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
+        matching = queue_selectors.CappedCount(0, False)
     return render(
         request,
         "review/queue.html",
@@ -91,7 +95,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "status": status,
             "page": page,
             "matching": matching,
-            "counts": inbox.queue_counts(),
+            "counts": queue_selectors.queue_counts(),
             "can_review": _can_review(request),
         },
     )
@@ -104,17 +108,19 @@ def _candidate_context(
     approve_form: ApproveForm | None = None,
     reject_form: RejectForm | None = None,
 ) -> dict[str, Any]:
-    summary = inbox.candidate_summary(candidate)
+    summary = candidate_selectors.candidate_summary(candidate)
     filterset = _filterset(request)
     next_pk = prev_pk = None
     if filterset.is_valid():
-        ascending = inbox.ascending_for(filterset.status_value)
+        ascending = queue_selectors.ascending_for(filterset.status_value)
         split = not filterset.one_family
-        next_pk = inbox.neighbour(filterset.qs, candidate.pk, ascending=ascending, split=split)
-        prev_pk = inbox.neighbour(filterset.qs, candidate.pk, ascending=ascending, forward=False, split=split)
+        next_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, ascending=ascending, split=split)
+        prev_pk = queue_selectors.neighbour(
+            filterset.qs, candidate.pk, ascending=ascending, forward=False, split=split
+        )
     evidence = None
     if summary.latest is not None:
-        evidence = inbox.evidence_resolve(
+        evidence = evidence_selectors.evidence_resolve(
             scope_id=candidate.scope_id, family=candidate.family, version=summary.latest
         )
     initial = {"expected_version": candidate.version}
@@ -133,7 +139,7 @@ def _candidate_context(
 @login_required
 @require_GET
 def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = inbox.candidate_load(pk)
+    candidate = candidate_selectors.candidate_load(pk)
     if candidate is None:
         return _not_found(request)
     return render(request, "review/candidate.html", _candidate_context(request, candidate))
@@ -144,16 +150,16 @@ def _conflict(
 ) -> HttpResponse:
     """The 409 page: what was attempted, and the candidate as it is now (re-read after the
     failed transaction), with what changed since the version the reviewer saw."""
-    candidate = inbox.candidate_load(pk)
+    candidate = candidate_selectors.candidate_load(pk)
     assert candidate is not None  # candidates are never deleted (PROTECT)
-    summary = inbox.candidate_summary(candidate)
+    summary = candidate_selectors.candidate_summary(candidate)
     changes = None
     seen = None
     if expected_version is not None and expected_version != candidate.version:
-        versions = {v.version: v for v in inbox.candidate_versions(candidate)}
+        versions = {v.version: v for v in candidate_selectors.candidate_versions(candidate)}
         seen = versions.get(expected_version)
         if seen is not None and summary.latest is not None:
-            changes = inbox.history_items(candidate.family, [seen, summary.latest])[1].changes
+            changes = candidate_selectors.history_items(candidate.family, [seen, summary.latest])[1].changes
     current_head = (exc.details or {}).get("current") if isinstance(exc, ArtifactConflict) else None
     return render(
         request,
@@ -180,10 +186,10 @@ def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
     filterset = _filterset(request)
     qs = filterset.querystring()
     if filterset.is_valid():
-        next_pk = inbox.neighbour(
+        next_pk = queue_selectors.neighbour(
             filterset.qs,
             pk,
-            ascending=inbox.ascending_for(filterset.status_value),
+            ascending=queue_selectors.ascending_for(filterset.status_value),
             split=not filterset.one_family,
         )
         if next_pk is not None:
@@ -191,85 +197,70 @@ def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
     return HttpResponseRedirect(_with_qs(reverse("review:queue"), qs))
 
 
+def _decide(
+    request: HttpRequest,
+    pk: int,
+    *,
+    action: str,
+    form_class: type[ApproveForm] | type[RejectForm],
+    decide: Callable[[Candidate, dict[str, Any]], str],
+) -> HttpResponse:
+    """Approve and reject: load, validate the form, call the service, then go on to the next
+    candidate (or show the form's errors with 422, or the 409 conflict page)."""
+    if not _can_review(request):
+        return _forbidden(request)
+    candidate = candidate_selectors.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    form = form_class(request.POST)
+    if form.is_valid():
+        expected = form.cleaned_data["expected_version"]
+        try:
+            message = decide(candidate, form.cleaned_data)
+        except CONFLICTS as exc:
+            return _conflict(request, pk, exc, action=action, expected_version=expected)
+        except InvalidRequest as exc:
+            add_service_errors(form, exc)
+        else:
+            messages.success(request, message)
+            return _after_decision(request, pk)
+    context = _candidate_context(request, candidate, **{f"{action}_form": form})
+    return render(request, "review/candidate.html", context, status=422)
+
+
 @login_required
 @require_POST
 def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
-    if not _can_review(request):
-        return _forbidden(request)
-    candidate = inbox.candidate_load(pk)
-    if candidate is None:
-        return _not_found(request)
-    form = ApproveForm(request.POST)
-    if not form.is_valid():
-        return render(
-            request,
-            "review/candidate.html",
-            _candidate_context(request, candidate, approve_form=form),
-            status=422,
-        )
-    expected = form.cleaned_data["expected_version"]
-    try:
+    def approve(candidate: Candidate, data: dict[str, Any]) -> str:
         approved = services.candidate_approve(
             scope_id=candidate.scope_id,
             candidate_id=candidate.candidate_id,
-            expected_version=expected,
+            expected_version=data["expected_version"],
             reviewer=request.user,
         )
-    except CONFLICTS as exc:
-        return _conflict(request, pk, exc, action="approve", expected_version=expected)
-    except InvalidRequest as exc:
-        add_service_errors(form, exc)
-        return render(
-            request,
-            "review/candidate.html",
-            _candidate_context(request, candidate, approve_form=form),
-            status=422,
-        )
-    message = f"Approved candidate #{pk} (version {expected})"
-    if approved.result_head is not None:
-        head = approved.result_head
-        message += f" as {head.family}/{head.artifact_id} revision {approved.result_revision}"
-    messages.success(request, message + ".")
-    return _after_decision(request, pk)
+        message = f"Approved candidate #{pk} (version {data['expected_version']})"
+        if approved.result_head is not None:
+            head = approved.result_head
+            message += f" as {head.family}/{head.artifact_id} revision {approved.result_revision}"
+        return message + "."
+
+    return _decide(request, pk, action="approve", form_class=ApproveForm, decide=approve)
 
 
 @login_required
 @require_POST
 def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
-    if not _can_review(request):
-        return _forbidden(request)
-    candidate = inbox.candidate_load(pk)
-    if candidate is None:
-        return _not_found(request)
-    form = RejectForm(request.POST)
-    if not form.is_valid():
-        return render(
-            request,
-            "review/candidate.html",
-            _candidate_context(request, candidate, reject_form=form),
-            status=422,
-        )
-    expected = form.cleaned_data["expected_version"]
-    try:
+    def reject(candidate: Candidate, data: dict[str, Any]) -> str:
         services.candidate_reject(
             scope_id=candidate.scope_id,
             candidate_id=candidate.candidate_id,
-            expected_version=expected,
-            reason=form.cleaned_data["reason"],
+            expected_version=data["expected_version"],
+            reason=data["reason"],
             reviewer=request.user,
         )
-    except CONFLICTS as exc:
-        return _conflict(request, pk, exc, action="reject", expected_version=expected)
-    except InvalidRequest as exc:
-        add_service_errors(form, exc)
-        return render(
-            request,
-            "review/candidate.html",
-            _candidate_context(request, candidate, reject_form=form),
-            status=422,
-        )
-    messages.success(request, f"Rejected candidate #{pk} (version {expected}).")
-    return _after_decision(request, pk)
+        return f"Rejected candidate #{pk} (version {data['expected_version']})."
+
+    return _decide(request, pk, action="reject", form_class=RejectForm, decide=reject)
 
 
 @login_required
@@ -277,10 +268,10 @@ def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
 def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
     if not _can_review(request):
         return _forbidden(request)
-    candidate = inbox.candidate_load(pk)
+    candidate = candidate_selectors.candidate_load(pk)
     if candidate is None:
         return _not_found(request)
-    summary = inbox.candidate_summary(candidate)
+    summary = candidate_selectors.candidate_summary(candidate)
     form_class = REVISE_FORMS[candidate.family]
     qs = _filterset(request).querystring()
     if summary.latest is None or not summary.is_pending:
@@ -326,11 +317,13 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = inbox.candidate_load(pk)
+    candidate = candidate_selectors.candidate_load(pk)
     if candidate is None:
         return _not_found(request)
-    summary = inbox.candidate_summary(candidate)
-    items = inbox.history_items(candidate.family, inbox.candidate_versions(candidate))
+    summary = candidate_selectors.candidate_summary(candidate)
+    items = candidate_selectors.history_items(
+        candidate.family, candidate_selectors.candidate_versions(candidate)
+    )
     return render(
         request,
         "review/history.html",

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import ast
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The one list of pure modules (also read by scripts/typecheck.sh for mypy --strict).
 PURE_MODULES = {
-    "context_api.builder": ROOT / "context_api" / "builder.py",
-    "context_api.replay": ROOT / "context_api" / "replay.py",
-    "powercontext.analyzer": ROOT / "powercontext" / "analyzer.py",
-    "review.diff": ROOT / "review" / "diff.py",
+    path.removesuffix(".py").replace("/", "."): ROOT / path
+    for path in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["powercontext"][
+        "pure-modules"
+    ]
 }
 
 # Standard-library modules that bring in the clock, randomness, the environment, I/O or logging.
@@ -86,6 +88,11 @@ def violations(source: str, module: str) -> list[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             found.append(f"calls {node.func.id}()")
     return found
+
+
+def test_the_pure_module_list_names_existing_files():
+    assert {"context_api.builder", "powercontext.analyzer", "powercontext.families"} <= set(PURE_MODULES)
+    assert all(path.is_file() for path in PURE_MODULES.values())
 
 
 @pytest.mark.parametrize("module", sorted(PURE_MODULES))

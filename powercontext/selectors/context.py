@@ -1,18 +1,51 @@
-"""The prepare path's one read: Memory and approved-Experience candidates in one statement."""
+"""The prepare path's one read: Memory and approved-Experience candidates in one statement,
+returned as the pure builder's own input dataclasses (one shape change, not three)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from context_api.builder import ArtifactRef, ExperienceHit, MemoryHit
 from powercontext import search
-from powercontext.selectors.experience import ExperienceSearchHit, experience_hit
-from powercontext.selectors.memory import SearchResult, search_result
+from powercontext.families import MEMORY_ARTIFACT_ID, Family
+from powercontext.selectors.experience import experience_hit
+
+
+@dataclass(frozen=True)
+class ContextCandidates:
+    """What the builder needs: the head the Memory hits cite (None: no Memory hit) and the
+    ranked hits of both sources."""
+
+    memory_ref: ArtifactRef | None
+    memory_hits: list[MemoryHit]
+    experience_hits: list[ExperienceHit]
+
+
+def memory_ref(revision: int) -> ArtifactRef:
+    return ArtifactRef(family=Family.MEMORY, artifact_id=MEMORY_ARTIFACT_ID, revision=revision)
+
+
+def memory_hit(row: search.MemorySearchRow) -> MemoryHit:
+    return MemoryHit(
+        memory_ref=memory_ref(row.head_revision),
+        entry_id=row.entry_id,
+        entry_version_id=row.entry_version_id,
+        text=row.text,
+        score=row.score,
+        matched_by=("fts",),
+    )
 
 
 def context_candidates(
     *, scope_id: str, query: str, memory_limit: int, experience_limit: int
-) -> tuple[SearchResult, list[ExperienceSearchHit]]:
+) -> ContextCandidates:
     """Ranked Memory hits of the scope's current head (all citing the revision the statement
     saw) and ranked approved, current Experience heads, read in one snapshot."""
     memory_rows, experience_rows = search.search_context(
         scope_id, query, memory_limit=memory_limit, experience_limit=experience_limit
     )
-    return search_result(memory_rows), [experience_hit(row) for row in experience_rows]
+    return ContextCandidates(
+        memory_ref=memory_ref(memory_rows[0].head_revision) if memory_rows else None,
+        memory_hits=[memory_hit(row) for row in memory_rows],
+        experience_hits=[experience_hit(row) for row in experience_rows],
+    )

@@ -2,37 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from context_api.builder import ArtifactRef, ExperienceContent, ExperienceHit
 from powercontext import search
 
 
-@dataclass(frozen=True)
-class ExperienceSearchHit:
-    family: str
-    artifact_id: str
-    revision: int
-    situation: str
-    action: str
-    outcome: str
-    lesson: str
-    score: float
-
-
-def experience_hit(row: search.ExperienceSearchRow) -> ExperienceSearchHit:
-    return ExperienceSearchHit(
-        family=row.family,
-        artifact_id=row.artifact_id,
-        revision=row.revision,
-        situation=str(row.content.get("situation", "")),
-        action=str(row.content.get("action", "")),
-        outcome=str(row.content.get("outcome", "")),
-        lesson=str(row.content.get("lesson", "")),
-        score=row.score,
+def experience_hit(row: search.ExperienceSearchRow) -> ExperienceHit:
+    """A recalled Experience head as the builder takes it (fields from the family spec)."""
+    return ExperienceHit(
+        artifact_ref=ArtifactRef(family=row.family, artifact_id=row.artifact_id, revision=row.revision),
+        content=ExperienceContent.from_mapping(row.content),
     )
 
 
-def experience_search(*, scope_id: str, query: str, limit: int) -> list[ExperienceSearchHit]:
+def experience_search(*, scope_id: str, query: str, limit: int) -> list[ExperienceHit]:
     """Ranked approved, current Experience heads of one scope (never pending, rejected,
     superseded or Skill content: only Experience heads have index rows)."""
     return [experience_hit(row) for row in search.search_experience(scope_id, query, limit)]

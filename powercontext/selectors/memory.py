@@ -175,27 +175,17 @@ def memory_list_changes(
     ]
 
 
-def memory_search(*, scope_id: str, query: str, limit: int, resolve_empty_head: bool = True) -> SearchResult:
+def memory_search(*, scope_id: str, query: str, limit: int) -> SearchResult:
     """Ranked active entries of the scope's current head.
 
-    The ranking statement reads the head revision itself, so all hits cite the revision it saw.
-    With no hits, the head is read separately only when ``resolve_empty_head`` (prepare does
-    not need it: no hit, no citation).
+    The ranking statement reads the head revision itself, so all hits cite the revision it saw;
+    with no hits, the head is read separately.
     """
     rows = search.search_memory(scope_id, query, limit)
     if not rows:
-        revision = memory_head_revision(scope_id=scope_id) if resolve_empty_head else None
-        return SearchResult(revision=revision, hits=[])
-    return search_result(rows)
-
-
-def search_result(rows: list[search.MemorySearchRow]) -> SearchResult:
-    """Typed hits of rows read by one statement (so they share one head revision)."""
-    if not rows:
-        return SearchResult(revision=None, hits=[])
-    revision = rows[0].head_revision
+        return SearchResult(revision=memory_head_revision(scope_id=scope_id), hits=[])
     return SearchResult(
-        revision=revision,
+        revision=rows[0].head_revision,
         hits=[
             SearchHit(
                 revision=row.head_revision,

@@ -14,7 +14,6 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
 
 from powercontext import search
 from powercontext.exceptions import InvariantFailure, MemoryEntryInactive, MemoryNotFound, RevisionConflict
@@ -22,12 +21,12 @@ from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
-    ArtifactRevision,
     MemoryEntry,
     MemoryEntryVersion,
     MemoryMembership,
 )
 from powercontext.selectors.memory import EntryView, entry_view, find_membership
+from powercontext.services.artifacts import artifact_head_lock, artifact_revision_create
 
 
 @dataclass(frozen=True)
@@ -56,43 +55,16 @@ def _new_id(prefix: str) -> str:
 
 
 def _lock_head(scope_id: str, *, create: bool) -> Artifact | None:
-    """Lock the scope's Memory head row for the rest of the transaction (creating it if asked).
-
-    On PostgreSQL the row lock serializes writers of one scope; on SQLite the IMMEDIATE
-    transaction already holds the database write lock.
-    """
-    heads = Artifact.objects.select_for_update().filter(
-        scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID
+    return artifact_head_lock(
+        scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, create=create
     )
-    head = heads.first()
-    if head is None and create:
-        Artifact.objects.bulk_create(
-            [Artifact(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)],
-            ignore_conflicts=True,
-        )
-        head = heads.first()
-    return head
 
 
 def _commit_revision(head: Artifact, changes: list[dict[str, str | None]]) -> int:
-    """Write the next immutable Memory revision and move the head to it by compare-and-swap."""
-    current = head.current_revision
-    new = current + 1
-    moved = Artifact.objects.filter(pk=head.pk, current_revision=current).update(
-        current_revision=F("current_revision") + 1
+    """Write the next immutable Memory revision (its change list) through the artifact kernel."""
+    return artifact_revision_create(
+        head=head, expected_revision=head.current_revision, content={"changes": changes}
     )
-    if moved != 1:
-        raise RevisionConflict(details={"expected_revision": current})
-    ArtifactRevision.objects.create(
-        head=head,
-        scope_id=head.scope_id,
-        family=MEMORY_FAMILY,
-        artifact_id=MEMORY_ARTIFACT_ID,
-        revision=new,
-        parent_revision=current or None,
-        content={"changes": changes},
-    )
-    return new
 
 
 def _change(

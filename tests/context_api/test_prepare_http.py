@@ -13,9 +13,9 @@ import pytest
 from django.db import OperationalError
 
 from context_api import application
-from context_api.builder import BEGIN_MARKER, END_MARKER, SCHEMA
+from context_api.builder import BEGIN_MARKER, END_MARKER, SCHEMA, MemoryHit
 from powercontext import search
-from powercontext.selectors.memory import SearchHit, SearchResult
+from powercontext.selectors.context import ContextCandidates, memory_ref
 from tests.conftest import Api
 
 HOOK = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
@@ -162,12 +162,12 @@ def test_an_unreachable_database_is_503(api: Api, monkeypatch: pytest.MonkeyPatc
 def test_a_hit_from_another_revision_is_a_500_without_content(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def inconsistent(**kwargs: Any) -> tuple[SearchResult, list[Any]]:
+    def inconsistent(**kwargs: Any) -> ContextCandidates:
         hits = [
-            SearchHit(revision=3, entry_id="e1", entry_version_id="v1", text="a", score=0.5),
-            SearchHit(revision=4, entry_id="e2", entry_version_id="v2", text="b", score=0.4),
+            MemoryHit(memory_ref=memory_ref(3), entry_id="e1", entry_version_id="v1", text="a", score=0.5),
+            MemoryHit(memory_ref=memory_ref(4), entry_id="e2", entry_version_id="v2", text="b", score=0.4),
         ]
-        return SearchResult(revision=3, hits=hits), []
+        return ContextCandidates(memory_ref=memory_ref(3), memory_hits=hits, experience_hits=[])
 
     monkeypatch.setattr(application.context_selectors, "context_candidates", inconsistent)
     response = prepare(api, "repo", "anything")

@@ -15,9 +15,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from powercontext import families
 from powercontext.models import ArtifactRevision
-from review import diff, inbox
+from review import diff
 from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.selectors import queue as queue_selectors
 from tests.powercontext.factories import make_memory
 from tests.review.conftest import (
     PASSWORD,
@@ -438,8 +440,8 @@ def test_the_side_by_side_diff_pairs_changed_lines_and_folds_long_unchanged_runs
 
 
 def test_fields_diff_keeps_the_family_order_and_marks_unchanged_fields() -> None:
-    diffs = inbox.fields_diff(
-        inbox.EXPERIENCE_FIELDS, {"lesson": "a", "situation": "s"}, {"lesson": "b", "situation": "s"}
+    diffs = diff.fields_diff(
+        families.EXPERIENCE.labels, {"lesson": "a", "situation": "s"}, {"lesson": "b", "situation": "s"}
     )
     assert [(d.name, d.changed) for d in diffs] == [
         ("situation", False),
@@ -596,7 +598,7 @@ def test_filters_are_kept_on_candidate_links_and_next(viewer: User) -> None:
 
 
 def test_counts_are_capped(viewer: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inbox, "COUNT_CAP", 2)
+    monkeypatch.setattr(queue_selectors, "COUNT_CAP", 2)
     for _ in range(3):
         make_candidate()
     body = text_of(client_for(viewer).get(url("queue")))
@@ -605,7 +607,7 @@ def test_counts_are_capped(viewer: User, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_the_queue_pages_by_keyset(viewer: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inbox, "PAGE_SIZE", 2)
+    monkeypatch.setattr(queue_selectors, "PAGE_SIZE", 2)
     pks = [make_candidate(family="skill" if n in (1, 2) else "experience").pk for n in range(5)]
     client = client_for(viewer)
     first = client.get(url("queue"))
@@ -685,7 +687,7 @@ def test_the_history_page_costs_the_same_queries_for_1_and_5_versions(reviewer: 
 
 
 def test_decided_candidates_page_newest_first(reviewer: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inbox, "PAGE_SIZE", 2)
+    monkeypatch.setattr(queue_selectors, "PAGE_SIZE", 2)
     pks = [approve(make_candidate(family="skill" if n % 2 else "experience"), reviewer).pk for n in range(5)]
     client = client_for(reviewer)
     newest = list(reversed(pks))

@@ -1,0 +1,81 @@
+"""The operation table's building blocks: what an operation is and how any transport runs one.
+
+An operation is a contract operation id bound to its request schema, its authorization rule, one
+handler (which calls one service or selector and renders the wire body) and its success status.
+REST views and the MCP tools both call ``run``: one validation, one authorization, one code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from context_api.auth import authenticate, require_reviewer
+from context_api.validation import StrictSerializer, check_strings, validate
+from powercontext.exceptions import InvalidRequest
+from powercontext.models import ApiToken
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the validated token (None when none was sent and none is required) and,
+    for reviewer operations, the reviewing user."""
+
+    token: ApiToken | None
+    user: Any = None
+
+
+Handler = Callable[[dict[str, Any], Caller], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    operation_id: str
+    path: str
+    input: type[StrictSerializer]
+    handler: Handler
+    status: int = 200
+    reviewer: bool = False  # approve / reject / revise: a reviewer token in every mode
+    read_only: bool = False
+    idempotent: bool = False
+    destructive: bool = False
+    summary: str = ""
+
+    def authorize(self, request: Any) -> Caller:
+        if self.reviewer:
+            user = require_reviewer(request)
+            return Caller(token=None, user=user)
+        token = authenticate(request)
+        return Caller(token=token, user=token.user if token is not None else None)
+
+    def call(self, caller: Caller, payload: Any) -> dict[str, Any]:
+        """Validate an already-decoded payload and run the handler. Raises domain errors."""
+        if not isinstance(payload, dict):
+            raise InvalidRequest(
+                details={
+                    "errors": [
+                        {"loc": ["body"], "msg": "The body must be a JSON object.", "type": "object_type"}
+                    ]
+                }
+            )
+        check_strings(payload)
+        return self.handler(validate(self.input, payload), caller)
+
+
+def operation(
+    operation_id: str, path: str, input: type[StrictSerializer], **options: Any
+) -> Callable[[Handler], Operation]:
+    """Declare a handler as the operation ``operation_id`` served at ``path``."""
+
+    def wrap(handler: Handler) -> Operation:
+        return Operation(
+            operation_id=operation_id,
+            path=path,
+            input=input,
+            handler=handler,
+            summary=(handler.__doc__ or "").strip().split("\n")[0],
+            **options,
+        )
+
+    return wrap

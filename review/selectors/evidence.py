@@ -1,0 +1,240 @@
+"""Evidence of a candidate version, resolved readable and inside the candidate's scope.
+
+A reference never reaches across scopes. The candidate page costs a fixed number of queries
+whatever the number of references (see ``evidence_resolve``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import reduce
+from operator import or_
+from typing import Any
+
+from django.db.models import Q
+
+from powercontext.models import MEMORY_FAMILY, Artifact, ArtifactRevision, MemoryEntryVersion, Source
+from review.diff import FieldDiff, fields_diff
+from review.selectors.candidate import ProposalField, VersionView, labels, proposal_fields
+
+
+@dataclass(frozen=True)
+class SourceEvidence:
+    name: str
+    source_id: str
+    found: bool
+    content: str = ""
+    metadata: str | None = None
+    position: int | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EntryVersionView:
+    entry_version_id: str
+    version: int
+    kind: str
+    text: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    op: str
+    entry_id: str
+    reason: str | None
+    before_id: str | None
+    after_id: str | None
+    before: EntryVersionView | None
+    after: EntryVersionView | None
+
+
+@dataclass(frozen=True)
+class RevisionEvidence:
+    family: str
+    artifact_id: str
+    revision: int
+    found: bool
+    is_target: bool = False
+    fields: list[ProposalField] = field(default_factory=list)
+    changes: list[MemoryChange] = field(default_factory=list)
+    created_at: datetime | None = None
+
+    @property
+    def is_memory(self) -> bool:
+        return self.family == MEMORY_FAMILY
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """A ``target`` compared with its Artifact's current head revision."""
+
+    family: str
+    artifact_id: str
+    target_revision: int
+    current_revision: int | None
+    stale: bool
+    diff: list[FieldDiff]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    sources: list[SourceEvidence]
+    revisions: list[RevisionEvidence]
+    target: TargetView | None
+
+
+def _key(ref: dict[str, Any]) -> tuple[str, str, int]:
+    return (str(ref.get("family")), str(ref.get("artifact_id")), int(ref.get("revision") or 0))
+
+
+def _any_of(conditions: Iterable[Q]) -> Q | None:
+    items = list(conditions)
+    return reduce(or_, items) if items else None
+
+
+def _resolve_sources(scope_id: str, refs: list[dict[str, Any]]) -> list[SourceEvidence]:
+    match = _any_of(Q(source_type=str(r.get("name")), source_id=str(r.get("source_id"))) for r in refs)
+    found: dict[tuple[str, str], Source] = {}
+    if match is not None:
+        for source in Source.objects.filter(scope_id=scope_id).filter(match):
+            found[(source.source_type, source.source_id)] = source
+    out: list[SourceEvidence] = []
+    for ref in refs:
+        name, source_id = str(ref.get("name")), str(ref.get("source_id"))
+        source = found.get((name, source_id))
+        if source is None:
+            out.append(SourceEvidence(name=name, source_id=source_id, found=False))
+            continue
+        metadata = None
+        if source.metadata:
+            metadata = json.dumps(source.metadata, ensure_ascii=False, indent=2, sort_keys=True)
+        out.append(
+            SourceEvidence(
+                name=name,
+                source_id=source_id,
+                found=True,
+                content=source.content,
+                metadata=metadata,
+                position=source.position,
+                created_at=source.created_at,
+            )
+        )
+    return out
+
+
+def _revision_rows(
+    scope_id: str, keys: Iterable[tuple[str, str, int]]
+) -> dict[tuple[str, str, int], ArtifactRevision]:
+    match = _any_of(Q(family=f, artifact_id=a, revision=r) for f, a, r in set(keys))
+    if match is None:
+        return {}
+    return {
+        (row.family, row.artifact_id, row.revision): row
+        for row in ArtifactRevision.objects.filter(scope_id=scope_id).filter(match)
+    }
+
+
+def _entry_versions(scope_id: str, rows: Iterable[ArtifactRevision]) -> dict[str, EntryVersionView]:
+    ids: set[str] = set()
+    for row in rows:
+        if row.family != MEMORY_FAMILY:
+            continue
+        for change in _changes_of(row):
+            ids.update(
+                v for v in (change.get("from_entry_version_id"), change.get("to_entry_version_id")) if v
+            )
+    if not ids:
+        return {}
+    return {
+        v.entry_version_id: EntryVersionView(
+            entry_version_id=v.entry_version_id, version=v.version, kind=v.kind, text=v.text, reason=v.reason
+        )
+        for v in MemoryEntryVersion.objects.filter(scope_id=scope_id, entry_version_id__in=sorted(ids))
+    }
+
+
+def _changes_of(row: ArtifactRevision) -> list[dict[str, Any]]:
+    content = row.content if isinstance(row.content, dict) else {}
+    changes = content.get("changes") or []
+    return [c for c in changes if isinstance(c, dict)]
+
+
+def evidence_resolve(*, scope_id: str, family: str, version: VersionView) -> Evidence:
+    """Resolve every reference of one candidate version, readable, within ``scope_id``.
+
+    At most five queries, whatever the number of references: Sources, Artifact revisions, Memory
+    entry versions named by cited Memory revisions' change lists, the target's head, and the
+    head's current revision when it is not one of the cited revisions.
+    """
+    sources = _resolve_sources(scope_id, version.source_refs)
+    target = version.target
+    target_key = _key(target) if target else None
+    head: Artifact | None = None
+    if target is not None:
+        head = Artifact.objects.filter(
+            scope_id=scope_id, family=family, artifact_id=str(target.get("artifact_id"))
+        ).first()
+    keys = [_key(ref) for ref in version.artifact_refs]
+    if head is not None and head.current_revision >= 1:
+        keys.append((head.family, head.artifact_id, head.current_revision))
+    rows = _revision_rows(scope_id, keys)
+    entries = _entry_versions(scope_id, rows.values())
+    revisions: list[RevisionEvidence] = []
+    for ref in version.artifact_refs:
+        key = _key(ref)
+        row = rows.get(key)
+        if row is None:
+            revisions.append(
+                RevisionEvidence(family=key[0], artifact_id=key[1], revision=key[2], found=False)
+            )
+            continue
+        changes = (
+            [
+                MemoryChange(
+                    op=str(c.get("op", "")),
+                    entry_id=str(c.get("entry_id", "")),
+                    reason=c.get("reason"),
+                    before_id=c.get("from_entry_version_id"),
+                    after_id=c.get("to_entry_version_id"),
+                    before=entries.get(str(c.get("from_entry_version_id"))),
+                    after=entries.get(str(c.get("to_entry_version_id"))),
+                )
+                for c in _changes_of(row)
+            ]
+            if row.family == MEMORY_FAMILY
+            else []
+        )
+        revisions.append(
+            RevisionEvidence(
+                family=row.family,
+                artifact_id=row.artifact_id,
+                revision=row.revision,
+                found=True,
+                is_target=key == target_key,
+                fields=[] if row.family == MEMORY_FAMILY else proposal_fields(row.family, row.content),
+                changes=changes,
+                created_at=row.created_at,
+            )
+        )
+    target_view = None
+    if target is not None and target_key is not None:
+        current = (
+            rows.get((head.family, head.artifact_id, head.current_revision)) if head is not None else None
+        )
+        proposal = {f.name: f.text for f in version.fields}
+        before = (
+            {f.name: f.text for f in proposal_fields(family, current.content)} if current is not None else {}
+        )
+        target_view = TargetView(
+            family=target_key[0],
+            artifact_id=target_key[1],
+            target_revision=target_key[2],
+            current_revision=head.current_revision if head is not None else None,
+            stale=head is None or head.current_revision != target_key[2],
+            diff=fields_diff(labels(family), before, proposal),
+        )
+    return Evidence(sources=sources, revisions=revisions, target=target_view)

@@ -1,0 +1,142 @@
+"""The artifact kernel: Memory writes and approvals both move heads through
+``artifact_revision_create``, and a head moved by someone else between the lock and the
+compare-and-swap makes either of them fail with a conflict and write nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.db import transaction
+from django.db.models import F
+
+from powercontext.exceptions import ArtifactConflict, InvariantFailure, RevisionConflict
+from powercontext.models import Artifact, ArtifactRevision
+from powercontext.services import artifacts
+from review import services
+from tests.powercontext.factories import citation_of, make_memory
+from tests.review.factories import experience_proposal, make_approved, make_candidate, make_reviewer
+
+pytestmark = pytest.mark.django_db
+
+
+def row_counts() -> dict[str, int]:
+    """Rows of every model of the core and review apps (auth rows aside)."""
+    return {
+        model._meta.label: model.objects.count()
+        for app in ("powercontext", "review")
+        for model in apps.get_app_config(app).get_models()
+    }
+
+
+def heads() -> list[dict[str, Any]]:
+    return list(Artifact.objects.order_by("pk").values())
+
+
+@pytest.fixture
+def head_moved_meanwhile(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Another writer wins the race: right before the kernel's compare-and-swap, every head
+    moves one revision on (as a concurrent commit would have)."""
+    moved: list[int] = []
+
+    def move() -> None:
+        moved.append(Artifact.objects.update(current_revision=F("current_revision") + 1))
+
+    monkeypatch.setattr(artifacts, "_before_head_move", move)
+    return moved
+
+
+def test_memory_writes_and_approvals_use_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    original = artifacts.artifact_revision_create
+
+    def spy(**kwargs: Any) -> int:
+        calls.append(kwargs["head"].family)
+        return original(**kwargs)
+
+    monkeypatch.setattr("powercontext.services.memory.artifact_revision_create", spy)
+    monkeypatch.setattr("review.services.artifact_revision_create", spy)
+    first = make_memory("repo", "the cache lives in redis")
+    make_approved("repo")
+    assert calls == ["memory", "experience"]
+    assert first.revision == 1
+
+
+def test_a_head_moved_before_a_memory_write_is_a_revision_conflict_and_nothing_is_written(
+    head_moved_meanwhile: list[int],
+) -> None:
+    with pytest.raises(RevisionConflict):
+        make_memory("repo", "never stored")
+    assert head_moved_meanwhile == [1]
+    assert not Artifact.objects.exists()
+    assert set(row_counts().values()) == {0}
+
+
+def test_a_head_moved_before_a_revise_is_a_conflict_and_the_head_is_unchanged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from powercontext.services import memory as memory_services
+
+    first = make_memory("repo", "deploys happen on tuesdays")
+    before, heads_before = row_counts(), heads()
+    monkeypatch.setattr(
+        artifacts,
+        "_before_head_move",
+        lambda: Artifact.objects.update(current_revision=F("current_revision") + 1),
+    )
+    with pytest.raises(RevisionConflict):
+        memory_services.memory_revise(
+            scope_id="repo", citation=citation_of(first), kind="note", text="deploys happen on fridays"
+        )
+    assert (row_counts(), heads()) == (before, heads_before)
+
+
+def test_a_head_moved_before_an_approval_is_an_artifact_conflict_and_nothing_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, first = make_approved("repo", proposal=experience_proposal())
+    candidate = make_candidate(
+        "repo", proposal=experience_proposal(lesson="a better lesson"), artifact_refs=[first], target=first
+    )
+    reviewer = make_reviewer()
+    before, heads_before = row_counts(), heads()
+    monkeypatch.setattr(
+        artifacts,
+        "_before_head_move",
+        lambda: Artifact.objects.update(current_revision=F("current_revision") + 1),
+    )
+    with pytest.raises(ArtifactConflict) as raised:
+        services.candidate_approve(
+            scope_id="repo", candidate_id=candidate.candidate_id, expected_version=1, reviewer=reviewer
+        )
+    assert raised.value.details == {"current": {**first, "revision": 2}}
+    assert (row_counts(), heads()) == (before, heads_before)
+    candidate.refresh_from_db()
+    assert (candidate.status, candidate.version) == ("pending", 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_kernel_refuses_to_run_outside_a_transaction() -> None:
+    head = Artifact.objects.create(scope_id="repo", family="memory", artifact_id="memory")
+    with pytest.raises(InvariantFailure):
+        artifacts.artifact_revision_create(head=head, expected_revision=0, content={})
+    assert not ArtifactRevision.objects.exists()
+
+
+def test_the_kernel_writes_lineage_and_moves_the_head() -> None:
+    with transaction.atomic():
+        head = artifacts.artifact_head_create(scope_id="repo", family="skill", prefix="skill")
+        one = artifacts.artifact_revision_create(head=head, expected_revision=0, content={"n": 1})
+        two = artifacts.artifact_revision_create(head=head, expected_revision=1, content={"n": 2})
+    assert (one, two) == (1, 2)
+    rows = list(
+        ArtifactRevision.objects.filter(head=head)
+        .order_by("revision")
+        .values_list("revision", "parent_revision", "content")
+    )
+    assert rows == [(1, None, {"n": 1}), (2, 1, {"n": 2})]
+    assert Artifact.objects.get(pk=head.pk).current_revision == 2
+    with pytest.raises(ArtifactConflict), transaction.atomic():
+        artifacts.artifact_revision_create(head=head, expected_revision=1, content={"n": "stale"})
+    assert ArtifactRevision.objects.filter(head=head).count() == 2
