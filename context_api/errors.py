@@ -15,6 +15,9 @@ from powercontext.exceptions import PowerContextError, RuntimeNotReady, Unauthor
 logger = logging.getLogger("powercontext.api")
 
 
+NOT_FOUND_MESSAGE = "The requested resource was not found."
+
+
 def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
@@ -29,28 +32,30 @@ def _is_unavailable(exc: BaseException) -> bool:
     return "no such table" in str(exc).lower() if isinstance(exc, DatabaseError) else False
 
 
-def error_response(exc: BaseException) -> Response:
+def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """(status, envelope, headers) for any exception: the one mapping every transport uses."""
     if isinstance(exc, PowerContextError):
-        response = Response(envelope(exc.code, exc.message, exc.details), status=exc.status)
-        if isinstance(exc, Unauthorized):
-            response["WWW-Authenticate"] = "Bearer"
-        return response
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else {}
+        return exc.status, envelope(exc.code, exc.message, exc.details), headers
     if isinstance(exc, drf_exceptions.MethodNotAllowed):
-        return Response(envelope("method_not_allowed", "This method is not allowed here.", None), status=405)
+        return 405, envelope("method_not_allowed", "This method is not allowed here.", None), {}
     if isinstance(exc, drf_exceptions.NotFound):
-        return Response(envelope("not_found", "The requested resource was not found.", None), status=404)
+        return 404, envelope("not_found", NOT_FOUND_MESSAGE, None), {}
     if isinstance(exc, drf_exceptions.APIException):
         # Parsing, authentication and throttling come through our own code paths; anything
         # else DRF raises is a malformed request.
-        return Response(
-            envelope("invalid_request", "The request violates the API contract.", None), status=422
-        )
+        return 422, envelope("invalid_request", "The request violates the API contract.", None), {}
     if isinstance(exc, DatabaseError) and _is_unavailable(exc):
         logger.warning("database unavailable error_class=%s", type(exc).__name__)
         not_ready = RuntimeNotReady()
-        return Response(envelope(not_ready.code, not_ready.message, None), status=503)
+        return 503, envelope(not_ready.code, not_ready.message, None), {}
     logger.error("unhandled error error_class=%s", type(exc).__name__)
-    return Response(envelope("internal_error", PowerContextError.default_message, None), status=500)
+    return 500, envelope("internal_error", PowerContextError.default_message, None), {}
+
+
+def error_response(exc: BaseException) -> Response:
+    status, body, headers = error_parts(exc)
+    return Response(body, status=status, headers=headers)
 
 
 def exception_handler(exc: BaseException, context: dict[str, Any]) -> Response:
@@ -58,7 +63,7 @@ def exception_handler(exc: BaseException, context: dict[str, Any]) -> Response:
 
 
 def json_not_found(request: Any, exception: Any = None) -> JsonResponse:
-    return JsonResponse(envelope("not_found", "The requested resource was not found.", None), status=404)
+    return JsonResponse(envelope("not_found", NOT_FOUND_MESSAGE, None), status=404)
 
 
 def json_server_error(request: Any) -> JsonResponse:
