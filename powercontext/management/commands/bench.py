@@ -9,7 +9,6 @@ Prints a table and writes JSON (--json). Use a throwaway database: scripts/bench
 from __future__ import annotations
 
 import json
-import random
 import resource
 import statistics
 import time
@@ -19,65 +18,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
+from context_api.application import PrepareRequest, ScopedContextApplication
 from powercontext import search
+from powercontext.management.bench.common import SCOPE, Corpus, percentile, timed
 from powercontext.selectors.memory import memory_search
 from powercontext.services.memory import memory_remember
-
-SCOPE = "bench-scope"
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def timed(fn: Callable[[], Any], runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
-
-
-class Corpus:
-    """Deterministic synthetic notes: a Zipf-like vocabulary with some CJK, like real notes."""
-
-    def __init__(self, seed: int = 7, vocabulary: int = 20000) -> None:
-        self.random = random.Random(seed)
-        syllables = [
-            "ka",
-            "lo",
-            "mi",
-            "ner",
-            "sto",
-            "pa",
-            "ri",
-            "ven",
-            "tu",
-            "dex",
-            "qua",
-            "zol",
-            "fen",
-            "gri",
-        ]
-        words: set[str] = set()
-        while len(words) < vocabulary:
-            words.add("".join(self.random.choice(syllables) for _ in range(self.random.randint(2, 4))))
-        self.words = sorted(words)
-        self.weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(self.words))]
-        self.cjk = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
-
-    def note(self) -> str:
-        words = self.random.choices(self.words, weights=self.weights, k=self.random.randint(12, 40))
-        if self.random.random() < 0.2:
-            words.append("".join(self.random.choices(self.cjk, k=6)))
-        return " ".join(words)
-
-    def query(self) -> str:
-        # Three content words from the whole vocabulary (uniform): what a prompt shares with notes.
-        return " ".join(self.random.sample(self.words, 3))
 
 
 class Command(BaseCommand):
@@ -100,12 +45,12 @@ class Command(BaseCommand):
         if "store" in sections:
             results["store"] = self.bench_store(options)
         if "builder" in sections:
-            from powercontext.bench_extra import bench_builder
+            from powercontext.management.bench.sections import bench_builder
 
             results["builder"] = bench_builder(options["samples"])
             self.stdout.write(json.dumps({"builder": results["builder"]}))
         if "review" in sections:
-            from powercontext.bench_extra import bench_review
+            from powercontext.management.bench.sections import bench_review
 
             results["review"] = bench_review(options["samples"], options["experiences"], self.stdout.write)
         results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -147,11 +92,10 @@ class Command(BaseCommand):
                 "search_p50_ms": round(statistics.median(searches), 3),
                 "search_p95_ms": round(percentile(searches, 0.95), 3),
             }
-            if prepare is not None:
-                prepare_queries = iter(queries * 2)
-                prepares = timed(lambda q=prepare_queries: prepare(SCOPE, next(q)), samples)
-                row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
-                row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
+            prepare_queries = iter(queries * 2)
+            prepares = timed(lambda q=prepare_queries: prepare(SCOPE, next(q)), samples)
+            row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
+            row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
             results["sizes"][str(size)] = row
             self.stdout.write(json.dumps({str(size): row}))
         started = time.perf_counter()
@@ -168,11 +112,7 @@ class Command(BaseCommand):
         return results
 
 
-def _prepare_callable() -> Callable[[str, str], Any] | None:
-    """The prepare path, when this build has it (measured next to search)."""
-    try:
-        from context_api.application import PrepareRequest, ScopedContextApplication
-    except ImportError:
-        return None
+def _prepare_callable() -> Callable[[str, str], Any]:
+    """The prepare path, measured next to search."""
     app = ScopedContextApplication()
     return lambda scope, query: app.prepare(PrepareRequest(scope_id=scope, query=query, max_bytes=8000))

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from django.core.management.base import BaseCommand, CommandParser
 
-from powercontext.management.commands.bench import SCOPE, Corpus, percentile
+from powercontext.management.bench.common import SCOPE, Corpus, percentile
 
 
 class Command(BaseCommand):

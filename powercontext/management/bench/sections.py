@@ -21,7 +21,7 @@ from context_api.builder import (
     PreparedContextBuilder,
     render_content,
 )
-from powercontext.management.commands.bench import Corpus, percentile, timed
+from powercontext.management.bench.common import Corpus, percentile, timed
 from powercontext.services.memory import memory_remember
 from powercontext.services.sources import source_capture
 from review import services as review_services

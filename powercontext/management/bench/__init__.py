@@ -1,0 +1,1 @@
+"""Benchmark sections used by the ``bench`` and ``bench_http`` commands (never by the product)."""
