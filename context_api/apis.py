@@ -5,8 +5,6 @@ domain exceptions mapped in ``errors``."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from rest_framework.request import Request
@@ -26,8 +24,8 @@ class OperationApi(APIView):
     """``POST`` of one contract operation: no DRF parsers/authenticators; strict JSON body; our
     error envelope. ``operation`` is bound per route by ``as_view(operation=...)``."""
 
-    authentication_classes: ClassVar[list[Any]] = []
-    permission_classes: ClassVar[list[Any]] = []
+    authentication_classes = ()
+    permission_classes = ()
     operation: Operation | None = None
 
     def post(self, request: Request) -> Response:
@@ -41,8 +39,8 @@ class OperationApi(APIView):
 
 
 class LivenessApi(APIView):
-    authentication_classes: ClassVar[list[Any]] = []
-    permission_classes: ClassVar[list[Any]] = []
+    authentication_classes = ()
+    permission_classes = ()
 
     def get(self, request: Request) -> Response:
         return Response({"status": "ok"})
@@ -70,8 +68,8 @@ def _database_ready() -> tuple[bool, bool]:
 
 
 class ReadinessApi(APIView):
-    authentication_classes: ClassVar[list[Any]] = []
-    permission_classes: ClassVar[list[Any]] = []
+    authentication_classes = ()
+    permission_classes = ()
 
     def get(self, request: Request) -> Response:
         reachable, migrated = _database_ready()
@@ -86,8 +84,8 @@ class ReadinessApi(APIView):
 
 
 class CapabilitiesApi(APIView):
-    authentication_classes: ClassVar[list[Any]] = []
-    permission_classes: ClassVar[list[Any]] = []
+    authentication_classes = ()
+    permission_classes = ()
 
     def get(self, request: Request) -> Response:
         authenticate(request)

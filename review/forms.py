@@ -23,7 +23,7 @@ def _lines(value: str) -> str:
 class TextField(forms.CharField):
     """A stripped text field with normalized line breaks."""
 
-    def to_python(self, value: Any) -> str:
+    def to_python(self, value: Any) -> str | None:
         return super().to_python(_lines(value) if isinstance(value, str) else value)
 
 

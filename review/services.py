@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 
@@ -98,7 +98,7 @@ def _check_evidence(scope_id: str, family: str, submission: Submission) -> None:
 
 
 def _write_version(
-    candidate: Candidate, version: int, submission: Submission, user: AbstractBaseUser | None
+    candidate: Candidate, version: int, submission: Submission, user: User | None
 ) -> CandidateVersion:
     return CandidateVersion.objects.create(
         candidate=candidate,
@@ -114,7 +114,7 @@ def _write_version(
 
 @transaction.atomic(durable=True)
 def candidate_propose(
-    *, scope_id: str, family: str, submission: Submission, proposed_by: AbstractBaseUser | None = None
+    *, scope_id: str, family: str, submission: Submission, proposed_by: User | None = None
 ) -> Candidate:
     """Store a pending candidate (version 1). Writes no Artifact revision.
 
@@ -167,7 +167,7 @@ def candidate_revise(
     candidate_id: str,
     expected_version: int,
     submission: Submission,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
 ) -> Candidate:
     """Append a complete replacement proposal as the next pending version."""
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
@@ -184,7 +184,7 @@ def _after_revision_written() -> None:
 
 @transaction.atomic(durable=True)
 def candidate_approve(
-    *, scope_id: str, candidate_id: str, expected_version: int, reviewer: AbstractBaseUser
+    *, scope_id: str, candidate_id: str, expected_version: int, reviewer: User
 ) -> Candidate:
     """Commit the reviewed proposal as the next Artifact revision and approve the candidate.
 
@@ -245,7 +245,7 @@ def _lock_result_head(scope_id: str, family: families.FamilySpec, target: dict[s
 
 @transaction.atomic(durable=True)
 def candidate_reject(
-    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: AbstractBaseUser
+    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
 ) -> Candidate:
     """Move the exact pending version to the terminal ``rejected`` state. Writes no Artifact."""
     candidate = _lock_pending(scope_id, candidate_id, expected_version)

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -40,6 +41,12 @@ CONFLICTS = (CandidateConflict, CandidateTerminal, ArtifactConflict)
 
 def _can_review(request: HttpRequest) -> bool:
     return bool(request.user.has_perm(REVIEW_PERMISSION))
+
+
+def _reviewer(request: HttpRequest) -> User:
+    """The logged-in reviewer (views call it after ``_can_review``)."""
+    assert isinstance(request.user, User)
+    return request.user
 
 
 def _int(value: str | None) -> int | None:
@@ -224,7 +231,12 @@ def _decide(
         else:
             messages.success(request, message)
             return _after_decision(request, pk)
-    context = _candidate_context(request, candidate, **{f"{action}_form": form})
+    context = _candidate_context(
+        request,
+        candidate,
+        approve_form=form if isinstance(form, ApproveForm) else None,
+        reject_form=form if isinstance(form, RejectForm) else None,
+    )
     return render(request, "review/candidate.html", context, status=422)
 
 
@@ -236,7 +248,7 @@ def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
             scope_id=candidate.scope_id,
             candidate_id=candidate.candidate_id,
             expected_version=data["expected_version"],
-            reviewer=request.user,
+            reviewer=_reviewer(request),
         )
         message = f"Approved candidate #{pk} (version {data['expected_version']})"
         if approved.result_head is not None:
@@ -256,7 +268,7 @@ def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
             candidate_id=candidate.candidate_id,
             expected_version=data["expected_version"],
             reason=data["reason"],
-            reviewer=request.user,
+            reviewer=_reviewer(request),
         )
         return f"Rejected candidate #{pk} (version {data['expected_version']})."
 
@@ -297,7 +309,7 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
                     candidate_id=candidate.candidate_id,
                     expected_version=expected,
                     submission=form.submission(summary.latest),
-                    reviewer=request.user,
+                    reviewer=_reviewer(request),
                 )
             except CONFLICTS as exc:
                 return _conflict(request, pk, exc, action="revise", expected_version=expected)

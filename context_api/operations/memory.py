@@ -42,8 +42,10 @@ def _reason(data: dict[str, Any]) -> str | None:
     return normalized(data.get("reason"), "reason", max_chars=REASON_MAX_CHARS, blank_to_none=True)
 
 
-def _required(data: dict[str, Any], name: str, **limits: int) -> str:
-    value = normalized(data[name], name, **limits)
+def _required(
+    data: dict[str, Any], name: str, *, max_bytes: int | None = None, max_chars: int | None = None
+) -> str:
+    value = normalized(data[name], name, max_bytes=max_bytes, max_chars=max_chars)
     assert value is not None
     return value
 

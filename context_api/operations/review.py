@@ -6,7 +6,9 @@ and reject. The proposal schemas come from ``powercontext.families``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from rest_framework.serializers import SerializerMetaclass
 
 from context_api import render
 from context_api.operations.base import Caller, Operation, operation
@@ -46,8 +48,9 @@ class SourceReferenceSerializer(StrictSerializer):
 class EvidenceInput(StrictSerializer):
     """The evidence and rationale fields shared by propose and revise."""
 
-    source_refs = SourceReferenceSerializer(many=True, max_length=services.MAX_EVIDENCE)
-    artifact_refs = ArtifactReferenceSerializer(many=True, max_length=services.MAX_EVIDENCE)
+    # ``many=True`` builds a ListSerializer, which takes ``max_length`` (the stubs do not know).
+    source_refs = SourceReferenceSerializer(many=True, max_length=services.MAX_EVIDENCE)  # type: ignore[call-arg]
+    artifact_refs = ArtifactReferenceSerializer(many=True, max_length=services.MAX_EVIDENCE)  # type: ignore[call-arg]
     target = ArtifactReferenceSerializer(required=False, allow_null=True, default=None)
     reason = StrictCharField(min_length=1, max_length=2000, required=False, allow_null=True, default=None)
 
@@ -73,7 +76,8 @@ def _validated_proposal(family: str, proposal: Any) -> dict[str, Any]:
 
 def _propose_input(spec: families.FamilySpec) -> type[StrictSerializer]:
     fields = {"scope_id": scope_field(), "proposal": PROPOSAL_SERIALIZERS[spec.family]()}
-    return type(EvidenceInput)(f"Propose{spec.family.value.title()}Input", (EvidenceInput,), fields)  # type: ignore[no-any-return]
+    name = f"Propose{spec.family.value.title()}Input"
+    return cast(type[StrictSerializer], SerializerMetaclass(name, (EvidenceInput,), fields))
 
 
 def _propose(family: str, data: dict[str, Any], caller: Caller) -> dict[str, Any]:

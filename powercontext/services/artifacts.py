@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from powercontext import analyzer, search
@@ -87,7 +87,7 @@ def artifact_revision_create(
     expected_revision: int,
     content: dict[str, Any],
     refs: Refs | None = None,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     searchable_text: str | None = None,
 ) -> int:
     """Move ``head`` from ``expected_revision`` to the next revision and insert that revision.

@@ -105,22 +105,22 @@ def _resolve_sources(scope_id: str, refs: list[dict[str, Any]]) -> list[SourceEv
     out: list[SourceEvidence] = []
     for ref in refs:
         name, source_id = str(ref.get("name")), str(ref.get("source_id"))
-        source = found.get((name, source_id))
-        if source is None:
+        found_source = found.get((name, source_id))
+        if found_source is None:
             out.append(SourceEvidence(name=name, source_id=source_id, found=False))
             continue
         metadata = None
-        if source.metadata:
-            metadata = json.dumps(source.metadata, ensure_ascii=False, indent=2, sort_keys=True)
+        if found_source.metadata:
+            metadata = json.dumps(found_source.metadata, ensure_ascii=False, indent=2, sort_keys=True)
         out.append(
             SourceEvidence(
                 name=name,
                 source_id=source_id,
                 found=True,
-                content=source.content,
+                content=found_source.content,
                 metadata=metadata,
-                position=source.position,
-                created_at=source.created_at,
+                position=found_source.position,
+                created_at=found_source.created_at,
             )
         )
     return out
