@@ -33,8 +33,13 @@ from powercontext.models import (
     MemoryMembership,
     MemorySearchDocument,
 )
+from powercontext.selectors.artifacts import (
+    EXPERIENCE_FAMILY,
+    is_recallable_experience,
+    recallable_experience_heads,
+    recallable_experience_sql,
+)
 
-EXPERIENCE_FAMILY = "experience"
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
 REBUILD_BATCH = 2000
@@ -190,15 +195,8 @@ def _expected_memory(scope_id: str | None) -> Iterator[tuple[int, str, list[str]
         yield pk, scope, analyzer.analyze(text)
 
 
-def experience_heads() -> models.QuerySet[Artifact]:
-    """Experience heads that retrieval may read: approved (a revision exists) and active."""
-    return Artifact.objects.filter(
-        family=EXPERIENCE_FAMILY, state=Artifact.State.ACTIVE, current_revision__gte=1
-    ).exclude(searchable_text="")
-
-
 def _expected_experience(scope_id: str | None) -> Iterator[tuple[int, str, list[str]]]:
-    rows = experience_heads()
+    rows = recallable_experience_heads()
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
     for pk, scope, text in _batched(rows.values_list("pk", "scope_id", "searchable_text"), "pk"):
@@ -234,6 +232,7 @@ EXPERIENCE_INDEX = Index(
     _experience_scopes,
 )
 INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
+experience_heads = recallable_experience_heads
 
 
 # --- search --------------------------------------------------------------------------------------
@@ -310,7 +309,7 @@ _EXPERIENCE_QUERY = _Ranked(
     " a.current_revision, r.content",
     f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision",
-    f"a.scope_id = %s AND a.family = '{EXPERIENCE_FAMILY}' AND a.state = 'active' AND a.current_revision >= 1",
+    f"a.scope_id = %s AND {recallable_experience_sql('a')}",
 )
 
 
@@ -409,16 +408,12 @@ def unindex_memberships(membership_ids: Iterable[int]) -> None:
 def index_experience_head(head: Artifact) -> None:
     """Make the Experience index row of ``head`` match its current ``searchable_text``."""
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
-    if (
-        head.family == EXPERIENCE_FAMILY
-        and head.state == Artifact.State.ACTIVE
-        and head.current_revision >= 1
-    ):
-        terms = head.searchable_text.split()
-        if terms:
-            ExperienceSearchDocument.objects.create(
-                head_id=head.pk, scope_id=head.scope_id, terms=engine().document_terms(head.scope_id, terms)
-            )
+    if is_recallable_experience(head):
+        ExperienceSearchDocument.objects.create(
+            head_id=head.pk,
+            scope_id=head.scope_id,
+            terms=engine().document_terms(head.scope_id, head.searchable_text.split()),
+        )
 
 
 # --- rebuild and verify ----------------------------------------------------------------------------
