@@ -8,6 +8,7 @@ Experience can be read by one statement (one snapshot, one round trip).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,25 +57,49 @@ class ExperienceSearchRow:
     score: float
 
 
+# The columns of every ranked query, in the UNION's order, each with the type of the NULL a query
+# selects where its source has no value. Rows are read back by these names, never by position.
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("src", "text"),  # the query's tag
+    ("pk", "bigint"),
+    ("public_id", "text"),  # entry id / artifact id
+    ("version_id", "text"),
+    ("version", "integer"),
+    ("kind", "text"),
+    ("text", "text"),
+    ("head_revision", "integer"),
+    ("content", "jsonb"),
+    ("relevance", "real"),
+)
+
+
 @dataclass(frozen=True)
 class _Ranked:
     """One ranked, scope- and head-filtered query over one index (a SELECT with ORDER/LIMIT).
 
-    Every query selects the same ten columns, with typed NULLs where a source has no value, so
-    that Memory and Experience can be read by one statement (one snapshot): source tag, pk, id,
-    version id, version, kind, text, head revision, content, relevance.
+    Every query selects ``_COLUMNS``, with typed NULLs where its source has no value, so that
+    Memory and Experience can be read by one statement (one snapshot).
     """
 
     index: Index
     tag: str
-    select: str
+    select: dict[str, str]  # column name -> expression, for the columns this source has
     joins: str
     where: str
 
+    def __post_init__(self) -> None:
+        unknown = set(self.select) - {name for name, _ in _COLUMNS}
+        if unknown:
+            raise ValueError(f"{self.tag}: unknown columns {sorted(unknown)}")
+
     def sql(self, db: Engine) -> str:
         docs, key = self.index.model._meta.db_table, self.index.key
+        expressions = {"src": f"'{self.tag}'", **self.select, "relevance": "top.relevance"}
+        columns = ", ".join(
+            f"{expressions.get(name, f'CAST(NULL AS {null_type})')} AS {name}" for name, null_type in _COLUMNS
+        )
         return (
-            f"SELECT '{self.tag}' AS src, {self.select}, top.relevance AS relevance"
+            f"SELECT {columns}"
             f" FROM ({db.top_sql(self.index)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
             f" WHERE d.scope_id = %s AND {self.where}"
         )
@@ -90,7 +115,15 @@ class _Ranked:
 _MEMORY_QUERY = _Ranked(
     MEMORY_INDEX,
     "m",
-    "m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text, a.current_revision, CAST(NULL AS jsonb)",
+    {
+        "pk": "m.id",
+        "public_id": "e.entry_id",
+        "version_id": "v.entry_version_id",
+        "version": "v.version",
+        "kind": "v.kind",
+        "text": "v.text",
+        "head_revision": "a.current_revision",
+    },
     f" JOIN {MemoryMembership._meta.db_table} m ON m.id = d.membership_id"
     f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
     f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
@@ -101,12 +134,41 @@ _MEMORY_QUERY = _Ranked(
 _EXPERIENCE_QUERY = _Ranked(
     EXPERIENCE_INDEX,
     "e",
-    "a.id, a.artifact_id, CAST(NULL AS text), CAST(NULL AS integer), CAST(NULL AS text), CAST(NULL AS text),"
-    " a.current_revision, r.content",
+    {
+        "pk": "a.id",
+        "public_id": "a.artifact_id",
+        "head_revision": "a.current_revision",
+        "content": "r.content",
+    },
     f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision",
     f"a.scope_id = %s AND {recallable_experience_sql('a')}",
 )
+
+
+def _memory_row(record: Mapping[str, Any], score: float) -> MemorySearchRow:
+    return MemorySearchRow(
+        membership_id=record["pk"],
+        entry_id=record["public_id"],
+        entry_version_id=record["version_id"],
+        version=record["version"],
+        kind=record["kind"],
+        text=record["text"],
+        head_revision=record["head_revision"],
+        score=score,
+    )
+
+
+def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceSearchRow:
+    content = record["content"]
+    return ExperienceSearchRow(
+        artifact_pk=record["pk"],
+        family=EXPERIENCE_FAMILY,
+        artifact_id=record["public_id"],
+        revision=record["head_revision"],
+        content=json.loads(content) if isinstance(content, str) else content,
+        score=score,
+    )
 
 
 def _search(
@@ -122,40 +184,22 @@ def _search(
     sql = " UNION ALL ".join(
         f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
     )
-    sql += " ORDER BY 1, 10 DESC, 2"
+    sql += " ORDER BY src, relevance DESC, pk"
     params: list[Any] = []
     for ranked, limit in wanted:
         params.extend(ranked.params(db, scope_id, tokens, limit))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        names = [column[0] for column in cursor.description]
+        records = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     memory: list[MemorySearchRow] = []
     experience: list[ExperienceSearchRow] = []
-    for r in rows:
-        if r[0] == "m":
-            memory.append(
-                MemorySearchRow(
-                    membership_id=r[1],
-                    entry_id=r[2],
-                    entry_version_id=r[3],
-                    version=r[4],
-                    kind=r[5],
-                    text=r[6],
-                    head_revision=r[7],
-                    score=_score(db.relevance(r[9])),
-                )
-            )
+    for record in records:
+        score = _score(db.relevance(record["relevance"]))
+        if record["src"] == _MEMORY_QUERY.tag:
+            memory.append(_memory_row(record, score))
         else:
-            experience.append(
-                ExperienceSearchRow(
-                    artifact_pk=r[1],
-                    family=EXPERIENCE_FAMILY,
-                    artifact_id=r[2],
-                    revision=r[7],
-                    content=json.loads(r[8]) if isinstance(r[8], str) else r[8],
-                    score=_score(db.relevance(r[9])),
-                )
-            )
+            experience.append(_experience_row(record, score))
     return memory, experience
 
 
