@@ -1,0 +1,66 @@
+"""Full-text search over derived index rows: SQLite FTS5 and PostgreSQL full text.
+
+Both backends index the same terms (``powercontext.analyzer``) as opaque, scope-keyed ASCII
+tokens, so they agree on what matches; each ranks with its own engine (FTS5 ``bm25``,
+PostgreSQL ``ts_rank_cd``). Scope and head filtering happen inside the one SQL statement that
+ranks, and that statement also reads the head revision, so every hit of one search cites the
+revision that statement saw.
+
+Two indexes share this machinery: Memory (one row per active membership of each scope's current
+head) and Experience (one row per approved, current Experience head, from its
+``searchable_text``). Writers maintain rows in their own transaction; ``rebuild_*`` and
+``verify_*`` recompute them from authoritative rows at any time.
+
+Modules by role: ``engines`` (per-vendor storage and ranking), ``indexes`` (the two indexes and
+their expected rows), ``queries`` (ranked reads), ``maintenance`` (writes inside the writers'
+transactions), ``rebuild`` (rebuild and verify). Callers use this package's names.
+"""
+
+from powercontext.search.engines import (
+    MAX_POSITION,
+    MAX_POSITIONS_PER_LEXEME,
+    Engine,
+    PostgresEngine,
+    SqliteEngine,
+    engine,
+)
+from powercontext.search.indexes import EXPERIENCE_INDEX, INDEXES, MEMORY_INDEX, REBUILD_BATCH, Index
+from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
+from powercontext.search.queries import (
+    ExperienceSearchRow,
+    MemorySearchRow,
+    search_context,
+    search_experience,
+    search_memory,
+)
+from powercontext.search.rebuild import VerifyReport, count_expected, rebuild_index, verify_index
+from powercontext.selectors.artifacts import EXPERIENCE_FAMILY
+from powercontext.selectors.artifacts import recallable_experience_heads as experience_heads
+
+__all__ = [
+    "EXPERIENCE_FAMILY",
+    "EXPERIENCE_INDEX",
+    "INDEXES",
+    "MAX_POSITION",
+    "MAX_POSITIONS_PER_LEXEME",
+    "MEMORY_INDEX",
+    "REBUILD_BATCH",
+    "Engine",
+    "ExperienceSearchRow",
+    "Index",
+    "MemorySearchRow",
+    "PostgresEngine",
+    "SqliteEngine",
+    "VerifyReport",
+    "count_expected",
+    "engine",
+    "experience_heads",
+    "index_experience_head",
+    "index_memberships",
+    "rebuild_index",
+    "search_context",
+    "search_experience",
+    "search_memory",
+    "unindex_memberships",
+    "verify_index",
+]

@@ -1,0 +1,128 @@
+"""Search engines by database vendor: how index rows are stored and how matches are ranked.
+
+SQLite keeps the terms in an FTS5 table and ranks with ``bm25``; PostgreSQL keeps a ``tsvector``
+with a GIN index and ranks with ``ts_rank_cd``. Both index the same scope-keyed tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection
+
+from powercontext import analyzer
+from powercontext.search.indexes import Index
+
+MAX_POSITIONS_PER_LEXEME = 255
+MAX_POSITION = 16383
+
+
+def scope_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
+    """Index tokens of ``terms`` within one scope (the scope key makes them scope-private)."""
+    key = analyzer.scope_key(scope_id)
+    return [analyzer.index_token(key, term) for term in terms]
+
+
+class Engine:
+    """How one database stores index rows and ranks matches."""
+
+    vendor = ""
+
+    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        raise NotImplementedError
+
+    def top_sql(self, index: Index) -> str:
+        """SQL for the ``limit`` best matches of one scope: rows (doc_key, relevance), best
+        first, ties by key. Ranking happens inside the engine before any join, so its cost per
+        match stays that of the engine's own scoring."""
+        raise NotImplementedError
+
+    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+        raise NotImplementedError
+
+    def relevance(self, raw: float) -> float:
+        raise NotImplementedError
+
+    def engine_problems(self, index: Index) -> list[str]:
+        return []
+
+    def repair_engine(self, index: Index) -> None:
+        """Rebuild engine structures from the document rows."""
+
+
+class SqliteEngine(Engine):
+    vendor = "sqlite"
+
+    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        return " ".join(scope_tokens(scope_id, terms))
+
+    def top_sql(self, index: Index) -> str:
+        # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
+        fts = index.fts_table
+        return (
+            f"SELECT {fts}.rowid AS doc_key, -bm25({fts}) AS relevance FROM {fts}"
+            f" WHERE {fts} MATCH %s ORDER BY relevance DESC, {fts}.rowid LIMIT %s"
+        )
+
+    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+        return [" OR ".join(f'"{token}"' for token in tokens), limit]
+
+    def relevance(self, raw: float) -> float:
+        return float(raw)
+
+    def engine_problems(self, index: Index) -> list[str]:
+        fts = index.fts_table
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+        except Exception as exc:  # FTS5 reports a damaged index as a database error
+            return [f"{index.name}: fts5 integrity-check failed ({type(exc).__name__})"]
+        return []
+
+    def repair_engine(self, index: Index) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {index.fts_table}({index.fts_table}) VALUES ('rebuild')")
+
+
+class PostgresEngine(Engine):
+    vendor = "postgresql"
+
+    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        positions: dict[str, list[int]] = {}
+        for index, token in enumerate(scope_tokens(scope_id, terms), start=1):
+            slots = positions.setdefault(token, [])
+            if len(slots) < MAX_POSITIONS_PER_LEXEME:
+                slots.append(min(index, MAX_POSITION))
+        # Tokens are ASCII alphanumeric: no quoting needed in a tsvector literal.
+        return " ".join(f"{token}:{','.join(map(str, sorted(set(p))))}" for token, p in positions.items())
+
+    def top_sql(self, index: Index) -> str:
+        docs, key = index.model._meta.db_table, index.key
+        return (
+            f"SELECT t.{key} AS doc_key, ts_rank_cd(t.document, q.query) AS relevance"
+            f" FROM (SELECT %s::tsquery AS query) q, {docs} t"
+            f" WHERE t.document @@ q.query AND t.scope_id = %s ORDER BY relevance DESC, t.{key} LIMIT %s"
+        )
+
+    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+        return [" | ".join(tokens), scope_id, limit]
+
+    def relevance(self, raw: float) -> float:
+        return float(raw)
+
+    def engine_problems(self, index: Index) -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FROM {index.model._meta.db_table} WHERE document IS DISTINCT FROM terms::tsvector"
+            )
+            (count,) = cursor.fetchone()
+        return [f"{index.name}: {count} tsvector values differ from their terms"] if count else []
+
+
+def engine() -> Engine:
+    if connection.vendor == "postgresql":
+        return PostgresEngine()
+    if connection.vendor == "sqlite":
+        return SqliteEngine()
+    raise RuntimeError("unsupported database vendor")

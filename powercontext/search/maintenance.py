@@ -1,0 +1,46 @@
+"""Index maintenance inside the writers' transactions.
+
+Services that change what an index should hold call these in their own transaction, so an index
+row appears and disappears with the authoritative row it derives from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from powercontext import analyzer
+from powercontext.models import Artifact, ExperienceSearchDocument, MemoryMembership, MemorySearchDocument
+from powercontext.search.engines import engine
+from powercontext.selectors.artifacts import is_recallable_experience
+
+
+def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
+    """Add index rows for active memberships; ``items`` pairs each membership with its text."""
+    db = engine()
+    MemorySearchDocument.objects.bulk_create(
+        [
+            MemorySearchDocument(
+                membership_id=membership.pk,
+                scope_id=membership.scope_id,
+                terms=db.document_terms(membership.scope_id, analyzer.analyze(text)),
+            )
+            for membership, text in items
+        ]
+    )
+
+
+def unindex_memberships(membership_ids: Iterable[int]) -> None:
+    ids = list(membership_ids)
+    if ids:
+        MemorySearchDocument.objects.filter(membership_id__in=ids).delete()
+
+
+def index_experience_head(head: Artifact) -> None:
+    """Make the Experience index row of ``head`` match its current ``searchable_text``."""
+    ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
+    if is_recallable_experience(head):
+        ExperienceSearchDocument.objects.create(
+            head_id=head.pk,
+            scope_id=head.scope_id,
+            terms=engine().document_terms(head.scope_id, head.searchable_text.split()),
+        )

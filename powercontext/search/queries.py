@@ -1,0 +1,221 @@
+"""Ranked search over the two indexes, inside the one SQL statement that also filters.
+
+Scope and head filtering happen inside the statement that ranks, and that statement also reads
+the head revision, so every hit of one search cites the revision that statement saw. Memory and
+Experience can be read by one statement (one snapshot, one round trip).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+
+from powercontext import analyzer
+from powercontext.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    ArtifactRevision,
+    MemoryEntry,
+    MemoryEntryVersion,
+    MemoryMembership,
+)
+from powercontext.search.engines import Engine, engine, scope_tokens
+from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
+from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
+
+
+def _score(raw: float) -> float:
+    """Map an engine relevance (>= 0, higher is better) into [0, 1)."""
+    raw = max(0.0, float(raw))
+    return raw / (1.0 + raw)
+
+
+@dataclass(frozen=True)
+class MemorySearchRow:
+    membership_id: int
+    entry_id: str
+    entry_version_id: str
+    version: int
+    kind: str
+    text: str
+    score: float
+    head_revision: int
+
+
+@dataclass(frozen=True)
+class ExperienceSearchRow:
+    artifact_pk: int
+    family: str
+    artifact_id: str
+    revision: int
+    content: dict[str, Any]
+    score: float
+
+
+# The columns of every ranked query, in the UNION's order, each with the type of the NULL a query
+# selects where its source has no value. Rows are read back by these names, never by position.
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("src", "text"),  # the query's tag
+    ("pk", "bigint"),
+    ("public_id", "text"),  # entry id / artifact id
+    ("version_id", "text"),
+    ("version", "integer"),
+    ("kind", "text"),
+    ("text", "text"),
+    ("head_revision", "integer"),
+    ("content", "jsonb"),
+    ("relevance", "real"),
+)
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """One ranked, scope- and head-filtered query over one index (a SELECT with ORDER/LIMIT).
+
+    Every query selects ``_COLUMNS``, with typed NULLs where its source has no value, so that
+    Memory and Experience can be read by one statement (one snapshot).
+    """
+
+    index: Index
+    tag: str
+    select: dict[str, str]  # column name -> expression, for the columns this source has
+    joins: str
+    where: str
+
+    def __post_init__(self) -> None:
+        unknown = set(self.select) - {name for name, _ in _COLUMNS}
+        if unknown:
+            raise ValueError(f"{self.tag}: unknown columns {sorted(unknown)}")
+
+    def sql(self, db: Engine) -> str:
+        docs, key = self.index.model._meta.db_table, self.index.key
+        expressions = {"src": f"'{self.tag}'", **self.select, "relevance": "top.relevance"}
+        columns = ", ".join(
+            f"{expressions.get(name, f'CAST(NULL AS {null_type})')} AS {name}" for name, null_type in _COLUMNS
+        )
+        return (
+            f"SELECT {columns}"
+            f" FROM ({db.top_sql(self.index)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
+            f" WHERE d.scope_id = %s AND {self.where}"
+        )
+
+    @staticmethod
+    def params(db: Engine, scope_id: str, tokens: list[str], limit: int) -> list[Any]:
+        # The joins re-check scope and head: index rows exist only for the scope's current,
+        # active rows, so these conditions never drop a row unless the index has drifted (which
+        # ``verify_index`` reports).
+        return [*db.top_params(tokens, scope_id, limit), scope_id, scope_id]
+
+
+_MEMORY_QUERY = _Ranked(
+    MEMORY_INDEX,
+    "m",
+    {
+        "pk": "m.id",
+        "public_id": "e.entry_id",
+        "version_id": "v.entry_version_id",
+        "version": "v.version",
+        "kind": "v.kind",
+        "text": "v.text",
+        "head_revision": "a.current_revision",
+    },
+    f" JOIN {MemoryMembership._meta.db_table} m ON m.id = d.membership_id"
+    f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
+    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'",
+    "m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active'",
+)
+_EXPERIENCE_QUERY = _Ranked(
+    EXPERIENCE_INDEX,
+    "e",
+    {
+        "pk": "a.id",
+        "public_id": "a.artifact_id",
+        "head_revision": "a.current_revision",
+        "content": "r.content",
+    },
+    f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
+    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision",
+    f"a.scope_id = %s AND {recallable_experience_sql('a')}",
+)
+
+
+def _memory_row(record: Mapping[str, Any], score: float) -> MemorySearchRow:
+    return MemorySearchRow(
+        membership_id=record["pk"],
+        entry_id=record["public_id"],
+        entry_version_id=record["version_id"],
+        version=record["version"],
+        kind=record["kind"],
+        text=record["text"],
+        head_revision=record["head_revision"],
+        score=score,
+    )
+
+
+def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceSearchRow:
+    content = record["content"]
+    return ExperienceSearchRow(
+        artifact_pk=record["pk"],
+        family=EXPERIENCE_FAMILY,
+        artifact_id=record["public_id"],
+        revision=record["head_revision"],
+        content=json.loads(content) if isinstance(content, str) else content,
+        score=score,
+    )
+
+
+def _search(
+    scope_id: str, query: str, limits: list[tuple[_Ranked, int]]
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    """Run the ranked queries with a positive limit as ONE statement (one snapshot)."""
+    terms = analyzer.query_terms(query)
+    wanted = [(ranked, limit) for ranked, limit in limits if limit >= 1]
+    if not terms or not wanted:
+        return [], []
+    db = engine()
+    tokens = scope_tokens(scope_id, terms)
+    sql = " UNION ALL ".join(
+        f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
+    )
+    sql += " ORDER BY src, relevance DESC, pk"
+    params: list[Any] = []
+    for ranked, limit in wanted:
+        params.extend(ranked.params(db, scope_id, tokens, limit))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        records = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    memory: list[MemorySearchRow] = []
+    experience: list[ExperienceSearchRow] = []
+    for record in records:
+        score = _score(db.relevance(record["relevance"]))
+        if record["src"] == _MEMORY_QUERY.tag:
+            memory.append(_memory_row(record, score))
+        else:
+            experience.append(_experience_row(record, score))
+    return memory, experience
+
+
+def search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+    """Ranked active entries of the scope's current Memory head, with the head's revision."""
+    return _search(scope_id, query, [(_MEMORY_QUERY, limit)])[0]
+
+
+def search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceSearchRow]:
+    """Ranked approved, current Experience heads of the scope, with their current content."""
+    return _search(scope_id, query, [(_EXPERIENCE_QUERY, limit)])[1]
+
+
+def search_context(
+    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    """Memory and Experience candidates for one prepare, read by one statement: one snapshot,
+    one round trip. Each source keeps its own ranking and limit."""
+    return _search(scope_id, query, [(_MEMORY_QUERY, memory_limit), (_EXPERIENCE_QUERY, experience_limit)])
