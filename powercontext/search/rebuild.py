@@ -21,20 +21,20 @@ def count_expected(scope_id: str | None = None) -> int:
 def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int], None] | None) -> int:
     written = 0
     with transaction.atomic():
-        index.model.objects.filter(scope_id=scope).delete()
+        index.model._default_manager.filter(scope_id=scope).delete()
         batch: list[models.Model] = []
         for pk, doc_scope, terms in index.expected(scope):
             batch.append(
                 index.model(**{"pk": pk, "scope_id": doc_scope, "terms": db.document_terms(doc_scope, terms)})
             )
             if len(batch) >= REBUILD_BATCH:
-                index.model.objects.bulk_create(batch)
+                index.model._default_manager.bulk_create(batch)
                 written += len(batch)
                 if progress:
                     progress(len(batch))
                 batch = []
         if batch:
-            index.model.objects.bulk_create(batch)
+            index.model._default_manager.bulk_create(batch)
             written += len(batch)
             if progress:
                 progress(len(batch))
@@ -58,7 +58,7 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
             with transaction.atomic():
                 # Rows of scopes without authoritative rows cannot come from the services, but
                 # a full rebuild must converge whatever the index held.
-                index.model.objects.exclude(scope_id__in=scopes).delete()
+                index.model._default_manager.exclude(scope_id__in=scopes).delete()
                 db.repair_engine(index)
     return written
 
@@ -91,7 +91,7 @@ class VerifyReport:
 def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine) -> set[str]:
     """Merge-compare expected and actual rows (both ordered by pk); return drifted scopes."""
     drifted: set[str] = set()
-    actual_rows = index.model.objects.all()
+    actual_rows = index.model._default_manager.all()
     if scope_id is not None:
         actual_rows = actual_rows.filter(scope_id=scope_id)
     actual_iter = iter(

@@ -45,7 +45,9 @@ class Condition:
         return _COMPARISONS[self.comparison][2](getattr(obj, self.field), self.value)
 
     def sql(self, alias: str) -> str:
-        column = Artifact._meta.get_field(self.field).column
+        field = Artifact._meta.get_field(self.field)
+        assert isinstance(field, models.Field)
+        column = field.column
         return f"{alias}.{column} {self.comparison} {_literal(self.value)}"
 
 
