@@ -211,20 +211,25 @@ def candidate_approve(
         searchable_text=searchable,
     )
     _after_revision_written()
-    _advance(
+    return _decide(
         candidate,
         expected_version,
-        status=Candidate.Status.APPROVED,
+        ReviewDecision.Decision.APPROVED,
+        reviewer,
         result_head=head,
         result_revision=revision,
     )
+
+
+def _decide(
+    candidate: Candidate, expected_version: int, decision: str, reviewer: User, **outcome: Any
+) -> Candidate:
+    """Move the candidate to its terminal state (compare-and-swap) and record the decision with
+    the same outcome fields (``result_head``/``result_revision`` or ``reason``)."""
+    changes = {f"decision_{k}" if k == "reason" else k: v for k, v in outcome.items()}
+    _advance(candidate, expected_version, status=decision, **changes)
     ReviewDecision.objects.create(
-        candidate=candidate,
-        version=expected_version,
-        decision=ReviewDecision.Decision.APPROVED,
-        reviewer=reviewer,
-        result_head=head,
-        result_revision=revision,
+        candidate=candidate, version=expected_version, decision=decision, reviewer=reviewer, **outcome
     )
     candidate.refresh_from_db()
     return candidate
@@ -249,13 +254,4 @@ def candidate_reject(
 ) -> Candidate:
     """Move the exact pending version to the terminal ``rejected`` state. Writes no Artifact."""
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
-    _advance(candidate, expected_version, status=Candidate.Status.REJECTED, decision_reason=reason)
-    ReviewDecision.objects.create(
-        candidate=candidate,
-        version=expected_version,
-        decision=ReviewDecision.Decision.REJECTED,
-        reviewer=reviewer,
-        reason=reason,
-    )
-    candidate.refresh_from_db()
-    return candidate
+    return _decide(candidate, expected_version, ReviewDecision.Decision.REJECTED, reviewer, reason=reason)

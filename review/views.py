@@ -332,7 +332,6 @@ def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
     candidate = candidate_selectors.candidate_load(pk)
     if candidate is None:
         return _not_found(request)
-    summary = candidate_selectors.candidate_summary(candidate)
     items = candidate_selectors.history_items(
         candidate.family, candidate_selectors.candidate_versions(candidate)
     )
@@ -340,7 +339,7 @@ def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "review/history.html",
         {
-            "candidate": summary,
+            "candidate": candidate_selectors.candidate_summary(candidate),
             "items": list(reversed(items)),
             "filter_qs": _filterset(request).querystring(),
             "can_review": _can_review(request),

@@ -6,6 +6,7 @@ and reject. The proposal schemas come from ``powercontext.families``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from rest_framework.serializers import SerializerMetaclass
@@ -160,16 +161,23 @@ class DecisionInput(CandidateInput):
     expected_version = StrictIntegerField(min_value=1)
 
 
-@operation("approve_artifact_candidate", "v1/artifact-candidates/approve", DecisionInput, reviewer=True)
-def approve_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """Approve the exact candidate version as the next Artifact revision (reviewers only)."""
-    candidate = services.candidate_approve(
+def _decided(
+    decide: Callable[..., Candidate], data: dict[str, Any], caller: Caller, **extra: Any
+) -> dict[str, Any]:
+    candidate = decide(
         scope_id=data["scope_id"],
         candidate_id=data["candidate_id"],
         expected_version=data["expected_version"],
         reviewer=caller.user,
+        **extra,
     )
     return render.candidate(candidate)
+
+
+@operation("approve_artifact_candidate", "v1/artifact-candidates/approve", DecisionInput, reviewer=True)
+def approve_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    """Approve the exact candidate version as the next Artifact revision (reviewers only)."""
+    return _decided(services.candidate_approve, data, caller)
 
 
 class RejectInput(DecisionInput):
@@ -179,14 +187,7 @@ class RejectInput(DecisionInput):
 @operation("reject_artifact_candidate", "v1/artifact-candidates/reject", RejectInput, reviewer=True)
 def reject_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Reject the exact candidate version with a reason (reviewers only)."""
-    candidate = services.candidate_reject(
-        scope_id=data["scope_id"],
-        candidate_id=data["candidate_id"],
-        expected_version=data["expected_version"],
-        reason=data["reason"],
-        reviewer=caller.user,
-    )
-    return render.candidate(candidate)
+    return _decided(services.candidate_reject, data, caller, reason=data["reason"])
 
 
 class ReviseCandidateInput(EvidenceInput):

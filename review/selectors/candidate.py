@@ -13,7 +13,7 @@ from typing import Any
 
 from powercontext import families
 from powercontext.exceptions import ArtifactNotFound, CandidateNotFound
-from powercontext.models import ArtifactRevision
+from powercontext.models import Artifact, ArtifactRevision
 from review.diff import FieldDiff, fields_diff
 from review.models import Candidate, CandidateVersion, ReviewDecision
 
@@ -103,6 +103,11 @@ def version_view(family: str, version: CandidateVersion) -> VersionView:
     )
 
 
+def result_label(head: Artifact | None, revision: int | None) -> str | None:
+    """``family/artifact_id@revision`` of an approval's result (None when there is none)."""
+    return f"{head.family}/{head.artifact_id}@{revision}" if head is not None else None
+
+
 @dataclass(frozen=True)
 class DecisionView:
     decision: str
@@ -116,17 +121,12 @@ class DecisionView:
 def decision_view(decision: ReviewDecision | None) -> DecisionView | None:
     if decision is None:
         return None
-    result = None
-    if decision.result_head is not None:
-        result = (
-            f"{decision.result_head.family}/{decision.result_head.artifact_id}@{decision.result_revision}"
-        )
     return DecisionView(
         decision=decision.decision,
         version=decision.version,
         reviewer=decision.reviewer.get_username(),
         reason=decision.reason,
-        result=result,
+        result=result_label(decision.result_head, decision.result_revision),
         decided_at=decision.decided_at,
     )
 
@@ -173,23 +173,25 @@ def candidate_load(pk: int) -> Candidate | None:
     return Candidate.objects.select_related(*CANDIDATE_RELATED).filter(pk=pk).first()
 
 
+def candidate_facts(candidate: Candidate) -> dict[str, Any]:
+    """The fields every view of a candidate shows (queue rows and the candidate page)."""
+    return {
+        "pk": candidate.pk,
+        "candidate_id": candidate.candidate_id,
+        "scope_id": candidate.scope_id,
+        "family": candidate.family,
+        "status": candidate.status,
+        "version": candidate.version,
+        "created_at": candidate.created_at,
+        "updated_at": candidate.updated_at,
+    }
+
+
 def candidate_summary(candidate: Candidate) -> CandidateSummary:
-    result = None
-    if candidate.result_head is not None:
-        result = (
-            f"{candidate.result_head.family}/{candidate.result_head.artifact_id}@{candidate.result_revision}"
-        )
     return CandidateSummary(
-        pk=candidate.pk,
-        candidate_id=candidate.candidate_id,
-        scope_id=candidate.scope_id,
-        family=candidate.family,
-        status=candidate.status,
-        version=candidate.version,
+        **candidate_facts(candidate),
         decision_reason=candidate.decision_reason,
-        result=result,
-        created_at=candidate.created_at,
-        updated_at=candidate.updated_at,
+        result=result_label(candidate.result_head, candidate.result_revision),
         latest=version_view(candidate.family, candidate.latest) if candidate.latest is not None else None,
         decision=decision_view(_decision_of(candidate)),
     )

@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 
 from powercontext import families
 from review.models import Candidate
+from review.selectors.candidate import candidate_facts
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -112,18 +113,11 @@ def queue_row(candidate: Candidate) -> QueueRow:
     proposal = latest.proposal if latest is not None and isinstance(latest.proposal, dict) else {}
     title, subtitle = _titles(candidate.family, proposal)
     return QueueRow(
-        pk=candidate.pk,
-        candidate_id=candidate.candidate_id,
-        scope_id=candidate.scope_id,
-        family=candidate.family,
-        status=candidate.status,
-        version=candidate.version,
+        **candidate_facts(candidate),
         title=title,
         subtitle=subtitle,
         evidence_count=len(latest.source_refs or []) + len(latest.artifact_refs or []) if latest else 0,
         has_target=bool(latest and latest.target),
-        created_at=candidate.created_at,
-        updated_at=candidate.updated_at,
     )
 
 
