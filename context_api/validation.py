@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable
 from typing import Any, cast
 
 from django.core.exceptions import RequestDataTooBig
@@ -294,6 +293,3 @@ def normalized(
             [loc], f"Must not exceed {max_chars} characters after normalization.", "string_too_long"
         )
     return result
-
-
-Check = Callable[[dict[str, Any]], None]
