@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 import dj_database_url
@@ -30,14 +31,43 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def _read_secret_file(path: Path, name: str) -> str:
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name} cannot be read: {path} ({exc.strerror})") from exc
+    if not key:
+        raise ImproperlyConfigured(f"{name} is empty: {path}")
+    return key
+
+
+def generated_secret_key(path: Path) -> str:
+    """The embedded default's key: generated on the first start, then read from ``path``.
+
+    The file is written complete under a temporary name (mode 0600) and hard-linked into place,
+    which fails if it already exists: processes starting together (gunicorn workers) all end
+    up reading the one key that won, never a half-written file.
+    """
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_urlsafe(64) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass
+        finally:
+            temporary.unlink(missing_ok=True)
+    return _read_secret_file(path, "the generated secret key file")
+
+
 DEBUG = _env_bool("DEBUG", False)
 DATA_DIR = Path(os.environ.get("POWERCONTEXT_DATA_DIR", BASE_DIR / "data"))
-
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    # The embedded default must start with no configuration. The key only signs sessions and
-    # CSRF tokens of the local Review Inbox; service deployments must set SECRET_KEY.
-    SECRET_KEY = "powercontext-local-insecure-key-set-SECRET_KEY-in-service-mode"  # noqa: S105
 
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -166,6 +196,29 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "3600"))
 CELERY_TASK_SOFT_TIME_LIMIT = int(os.environ.get("CELERY_TASK_SOFT_TIME_LIMIT", "3300"))
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# --- Secret key -----------------------------------------------------------------------------
+# Service mode (PostgreSQL or a Celery broker) runs several processes that must share one key,
+# so it has to be configured: SECRET_KEY, or SECRET_KEY_FILE naming a file that holds it.
+# The embedded default (SQLite, eager tasks) needs no configuration: it generates a random key
+# once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
+SERVICE_MODE = _db["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
+_secret_key = os.environ.get("SECRET_KEY", "").strip()
+_secret_key_file = os.environ.get("SECRET_KEY_FILE", "").strip()
+if _secret_key and _secret_key_file:
+    raise ImproperlyConfigured("Set only one of SECRET_KEY and SECRET_KEY_FILE.")
+if _secret_key:
+    SECRET_KEY = _secret_key
+elif _secret_key_file:
+    SECRET_KEY = _read_secret_file(Path(_secret_key_file), "SECRET_KEY_FILE")
+elif SERVICE_MODE and not DEBUG:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. In service mode (a postgres:// DATABASE_URL or a CELERY_BROKER_URL) "
+        "every app server and worker must share one secret key: set SECRET_KEY, or SECRET_KEY_FILE "
+        "to a file that contains it (see README, Configuration)."
+    )
+else:
+    SECRET_KEY = generated_secret_key(DATA_DIR / "secret_key")
 
 # --- Logging --------------------------------------------------------------------------------
 # Nothing untrusted (queries, snippets, scope ids, entry ids, bodies) is ever logged; the
