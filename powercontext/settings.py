@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -29,6 +30,31 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     if raw is None or raw.strip() == "":
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be an integer >= {minimum}, got {raw!r}")
+    return value
+
+
+def _env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto,https`` (or Django's ``HTTP_X_FORWARDED_PROTO,https``) -> a META pair."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    header, _, value = (part.strip() for part in raw.partition(","))
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", header) or not value:
+        raise ImproperlyConfigured(f"{name} must look like 'X-Forwarded-Proto,https', got {raw!r}")
+    meta = header.upper().replace("-", "_")
+    return (meta if meta.startswith("HTTP_") else f"HTTP_{meta}", value)
 
 
 def _read_secret_file(path: Path, name: str) -> str:
@@ -71,6 +97,19 @@ DATA_DIR = Path(os.environ.get("POWERCONTEXT_DATA_DIR", BASE_DIR / "data"))
 
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- HTTPS (README "Configuration"; docs/production.env passes check --deploy) ----------------
+# Off by default: the embedded default serves plain http://127.0.0.1:8000, where secure-only
+# cookies would make the Review Inbox login impossible.
+SESSION_COOKIE_SECURE = _env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = _env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", False)
+# Health probes reach app servers directly over plain HTTP (load balancers, orchestrators).
+SECURE_REDIRECT_EXEMPT = [r"^health/"]
+SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = _env_bool("SECURE_HSTS_PRELOAD", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

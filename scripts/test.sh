@@ -30,6 +30,14 @@ echo "=== PowerContext static checks ==="
   powercontext/analyzer.py review/diff.py context_api/hooks/codex_user_prompt_submit.py
 env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" manage.py makemigrations --check --dry-run
+# The documented production environment must pass Django's deployment checks.
+(
+  set -a
+  . docs/production.env
+  set +a
+  env -u SECRET_KEY_FILE SECRET_KEY="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(64))')" \
+    "$PY" manage.py check --deploy --fail-level WARNING
+)
 
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
