@@ -32,6 +32,8 @@ run_pass() {
   fi
 }
 
+# gunicorn serves the admin's static files through WhiteNoise from the collected directory.
+"$PY" manage.py collectstatic --noinput -v0
 rm -f data/bench/bench.sqlite3*
 run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
