@@ -213,6 +213,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
+# Error pages: HTML in the Inbox's look on browser routes, the JSON envelope elsewhere.
+CSRF_FAILURE_VIEW = "context_api.errors.csrf_failure"
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/review/"
 
@@ -228,8 +231,9 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
-    # No OPTIONS metadata: the contract defines none, and it would expose class names.
-    "DEFAULT_METADATA_CLASS": None,
+    # OPTIONS answers with the Allow header only: the contract defines no body, and DRF's
+    # default metadata would expose class names.
+    "DEFAULT_METADATA_CLASS": "context_api.metadata.AllowOnlyMetadata",
     "EXCEPTION_HANDLER": "context_api.errors.exception_handler",
 }
 
