@@ -281,12 +281,21 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Django's request and security records carry paths (with ids), rejected Hosts and Origins,
+    # and exception messages: every record that reaches a handler passes this rewrite first.
+    "filters": {"request_privacy": {"()": "powercontext.log_privacy.RequestRecordFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_privacy"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        # Django's own request logger prints the path of failed requests; ours logs the route.
+        # 4xx answers are already in powercontext.access by route; crashes stay (rewritten).
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "django.security": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # At DEBUG these print template contexts (with the request) and SQL parameters.
+        "django.template": {"level": "INFO"},
+        "django.db.backends": {"level": "INFO"},
         # runserver's own request lines carry query strings (Inbox filters hold scope ids);
         # powercontext.access logs every request by route name instead.
         "django.server": {"handlers": ["console"], "level": "CRITICAL", "propagate": False},
