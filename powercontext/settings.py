@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -122,6 +123,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "django_filters",
+    "axes",
     "powercontext",
     "review",
     "context_api",
@@ -137,6 +139,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: turns a locked-out log-in into the refusal page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "powercontext.urls"
@@ -196,6 +200,29 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+
+# --- Log-in throttling (django-axes) --------------------------------------------------------
+# Failed log-ins at /accounts/login/ and /admin/login/ are counted per username and, separately,
+# per client address, in the database (shared by every app server). At the limit, log-ins for
+# that username or from that address are refused, even with the right password, until the
+# cool-off has passed since the failure that locked; refused attempts do not extend it.
+# Operators lift a lock with `manage.py axes_reset_username <name>` / `axes_reset_ip <address>`.
+# Django's authenticate() then needs the request: tests log in with force_login, not login().
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_int("POWERCONTEXT_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=_env_int("POWERCONTEXT_LOGIN_COOLOFF_SECONDS", 900, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Behind N reverse proxies, the client address is the Nth entry from the end of X-Forwarded-For.
+POWERCONTEXT_TRUSTED_PROXY_COUNT = _env_int("POWERCONTEXT_TRUSTED_PROXY_COUNT", 0)
+AXES_CLIENT_IP_CALLABLE = "powercontext.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "powercontext.login_throttle.lockout_response"
+# No per-login history (address, user agent) beyond the failure counters themselves.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -296,6 +323,9 @@ LOGGING = {
         # At DEBUG these print template contexts (with the request) and SQL parameters.
         "django.template": {"level": "INFO"},
         "django.db.backends": {"level": "INFO"},
+        # django-axes logs usernames, addresses and user agents; refusals are logged by
+        # powercontext.login_throttle without them.
+        "axes": {"level": "ERROR"},
         # runserver's own request lines carry query strings (Inbox filters hold scope ids);
         # powercontext.access logs every request by route name instead.
         "django.server": {"handlers": ["console"], "level": "CRITICAL", "propagate": False},
