@@ -20,8 +20,9 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP) ## Create the virtualenv and install pinned requirements
 
-run: $(STAMP) ## Migrate and serve on 127.0.0.1:8000 (SQLite, Celery eager unless configured)
+run: $(STAMP) ## Migrate, collect static files and serve on 127.0.0.1:8000 (SQLite, Celery eager unless configured)
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v0
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(STAMP) ## Run the whole test suite (DATABASE_URL picks the database; default SQLite)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.shortcuts import render
+from django.template import loader
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
@@ -62,9 +66,103 @@ def exception_handler(exc: BaseException, context: dict[str, Any]) -> Response:
     return error_response(exc)
 
 
-def json_not_found(request: Any, exception: Any = None) -> JsonResponse:
-    return JsonResponse(envelope("not_found", NOT_FOUND_MESSAGE, None), status=404)
+# --- Django's error handlers (powercontext/urls.py) and CSRF failure view ------------------------
+# Browser routes (the Review Inbox, its login, the admin) answer HTML pages in the Inbox's look;
+# everything else (/v1, /health, unknown paths) answers the JSON envelope. The choice reads only
+# the path, never the Host header, which may be the very thing that was rejected.
+
+_BROWSER_ROUTE = re.compile(r"/(?:review|accounts|admin)(?:/|$)")
+REVIEW_PERMISSION = "review.review_candidate"
 
 
-def json_server_error(request: Any) -> JsonResponse:
-    return JsonResponse(envelope("internal_error", PowerContextError.default_message, None), status=500)
+@dataclass(frozen=True)
+class ErrorAnswer:
+    status: int
+    code: str
+    message: str
+    title: str
+    text: str
+
+
+BAD_REQUEST = ErrorAnswer(
+    400,
+    "bad_request",
+    "The request is malformed.",
+    "Bad request",
+    "The server could not understand this request.",
+)
+FORBIDDEN = ErrorAnswer(
+    403,
+    "forbidden",
+    "This operation is not allowed.",
+    "Not allowed",
+    "Your account may not open this page. Ask an administrator if you need access.",
+)
+CSRF_FAILED = ErrorAnswer(
+    403,
+    "forbidden",
+    "This operation is not allowed.",
+    "Not allowed",
+    "The form had expired or was sent from another site. Reload the page and try again.",
+)
+NOT_FOUND = ErrorAnswer(
+    404,
+    "not_found",
+    "The requested resource was not found.",
+    "Page not found",
+    "There is nothing at this address. The link may be wrong or out of date.",
+)
+SERVER_ERROR = ErrorAnswer(
+    500,
+    "internal_error",
+    PowerContextError.default_message,
+    "Something went wrong",
+    "The server failed to answer this request. Please try again in a moment.",
+)
+_PLAIN_SERVER_ERROR = "<!doctype html><title>Something went wrong</title><h1>Something went wrong</h1>"
+
+
+def is_browser_route(request: HttpRequest) -> bool:
+    return _BROWSER_ROUTE.match(request.path_info) is not None
+
+
+def _can_review(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.has_perm(REVIEW_PERMISSION))
+
+
+def _answer(request: HttpRequest, answer: ErrorAnswer, *, request_context: bool) -> HttpResponse:
+    if not is_browser_route(request):
+        return JsonResponse(envelope(answer.code, answer.message, None), status=answer.status)
+    context = {"status": answer.status, "title": answer.title, "text": answer.text}
+    if request_context:
+        # The usual top bar (user, navigation) for the logged-in user.
+        return render(
+            request, "error.html", {**context, "can_review": _can_review(request)}, status=answer.status
+        )
+    return HttpResponse(loader.render_to_string("error.html", context), status=answer.status)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    # Raised for a disallowed Host before authentication ran: render from nothing but the path.
+    return _answer(request, BAD_REQUEST, request_context=False)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _answer(request, FORBIDDEN, request_context=True)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    return _answer(request, CSRF_FAILED, request_context=True)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _answer(request, NOT_FOUND, request_context=True)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    # No request context: the failure may be the database, which the session and user need.
+    try:
+        return _answer(request, SERVER_ERROR, request_context=False)
+    except Exception:
+        return HttpResponseServerError(_PLAIN_SERVER_ERROR)

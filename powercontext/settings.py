@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
+import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -30,17 +33,84 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be an integer >= {minimum}, got {raw!r}")
+    return value
+
+
+def _env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``X-Forwarded-Proto,https`` (or Django's ``HTTP_X_FORWARDED_PROTO,https``) -> a META pair."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    header, _, value = (part.strip() for part in raw.partition(","))
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", header) or not value:
+        raise ImproperlyConfigured(f"{name} must look like 'X-Forwarded-Proto,https', got {raw!r}")
+    meta = header.upper().replace("-", "_")
+    return (meta if meta.startswith("HTTP_") else f"HTTP_{meta}", value)
+
+
+def _read_secret_file(path: Path, name: str) -> str:
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name} cannot be read: {path} ({exc.strerror})") from exc
+    if not key:
+        raise ImproperlyConfigured(f"{name} is empty: {path}")
+    return key
+
+
+def generated_secret_key(path: Path) -> str:
+    """The embedded default's key: generated on the first start, then read from ``path``.
+
+    The file is written complete under a temporary name (mode 0600) and hard-linked into place,
+    which fails if it already exists: processes starting together (gunicorn workers) all end
+    up reading the one key that won, never a half-written file.
+    """
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_urlsafe(64) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass
+        finally:
+            temporary.unlink(missing_ok=True)
+    return _read_secret_file(path, "the generated secret key file")
+
+
 DEBUG = _env_bool("DEBUG", False)
 DATA_DIR = Path(os.environ.get("POWERCONTEXT_DATA_DIR", BASE_DIR / "data"))
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    # The embedded default must start with no configuration. The key only signs sessions and
-    # CSRF tokens of the local Review Inbox; service deployments must set SECRET_KEY.
-    SECRET_KEY = "powercontext-local-insecure-key-set-SECRET_KEY-in-service-mode"  # noqa: S105
-
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- HTTPS (README "Configuration"; docs/production.env passes check --deploy) ----------------
+# Off by default: the embedded default serves plain http://127.0.0.1:8000, where secure-only
+# cookies would make the Review Inbox login impossible.
+SESSION_COOKIE_SECURE = _env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = _env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", False)
+# Health probes reach app servers directly over plain HTTP (load balancers, orchestrators).
+SECURE_REDIRECT_EXEMPT = [r"^health/"]
+SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = _env_bool("SECURE_HSTS_PRELOAD", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -48,9 +118,12 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # runserver serves static files through WhiteNoise too, exactly as gunicorn does.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
     "django_filters",
+    "axes",
     "powercontext",
     "review",
     "context_api",
@@ -59,12 +132,15 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "context_api.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: turns a locked-out log-in into the refusal page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "powercontext.urls"
@@ -125,13 +201,47 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 
+# --- Log-in throttling (django-axes) --------------------------------------------------------
+# Failed log-ins at /accounts/login/ and /admin/login/ are counted per username and, separately,
+# per client address, in the database (shared by every app server). At the limit, log-ins for
+# that username or from that address are refused, even with the right password, until the
+# cool-off has passed since the failure that locked; refused attempts do not extend it.
+# Operators lift a lock with `manage.py axes_reset_username <name>` / `axes_reset_ip <address>`.
+# Django's authenticate() then needs the request: tests log in with force_login, not login().
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_int("POWERCONTEXT_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=_env_int("POWERCONTEXT_LOGIN_COOLOFF_SECONDS", 900, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Behind N reverse proxies, the client address is the Nth entry from the end of X-Forwarded-For.
+POWERCONTEXT_TRUSTED_PROXY_COUNT = _env_int("POWERCONTEXT_TRUSTED_PROXY_COUNT", 0)
+AXES_CLIENT_IP_CALLABLE = "powercontext.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "powercontext.login_throttle.lockout_response"
+# No per-login history (address, user agent) beyond the failure counters themselves.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files (the admin's CSS and JS) are served by the app itself through WhiteNoise, from
+# STATIC_ROOT as filled by `manage.py collectstatic --noinput` (`make run` runs it): compressed,
+# with content-hashed names that are cached forever. {% static %} needs the manifest that
+# collectstatic writes, so run it on every deploy before starting the app servers.
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT = Path(os.environ.get("POWERCONTEXT_STATIC_ROOT", DATA_DIR / "static"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# Error pages: HTML in the Inbox's look on browser routes, the JSON envelope elsewhere.
+CSRF_FAILURE_VIEW = "context_api.errors.csrf_failure"
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/review/"
@@ -148,8 +258,9 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
-    # No OPTIONS metadata: the contract defines none, and it would expose class names.
-    "DEFAULT_METADATA_CLASS": None,
+    # OPTIONS answers with the Allow header only: the contract defines no body, and DRF's
+    # default metadata would expose class names.
+    "DEFAULT_METADATA_CLASS": "context_api.metadata.AllowOnlyMetadata",
     "EXCEPTION_HANDLER": "context_api.errors.exception_handler",
 }
 
@@ -167,6 +278,29 @@ CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "3600"))
 CELERY_TASK_SOFT_TIME_LIMIT = int(os.environ.get("CELERY_TASK_SOFT_TIME_LIMIT", "3300"))
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
+# --- Secret key -----------------------------------------------------------------------------
+# Service mode (PostgreSQL or a Celery broker) runs several processes that must share one key,
+# so it has to be configured: SECRET_KEY, or SECRET_KEY_FILE naming a file that holds it.
+# The embedded default (SQLite, eager tasks) needs no configuration: it generates a random key
+# once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
+SERVICE_MODE = _db["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
+_secret_key = os.environ.get("SECRET_KEY", "").strip()
+_secret_key_file = os.environ.get("SECRET_KEY_FILE", "").strip()
+if _secret_key and _secret_key_file:
+    raise ImproperlyConfigured("Set only one of SECRET_KEY and SECRET_KEY_FILE.")
+if _secret_key:
+    SECRET_KEY = _secret_key
+elif _secret_key_file:
+    SECRET_KEY = _read_secret_file(Path(_secret_key_file), "SECRET_KEY_FILE")
+elif SERVICE_MODE and not DEBUG:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. In service mode (a postgres:// DATABASE_URL or a CELERY_BROKER_URL) "
+        "every app server and worker must share one secret key: set SECRET_KEY, or SECRET_KEY_FILE "
+        "to a file that contains it (see README, Configuration)."
+    )
+else:
+    SECRET_KEY = generated_secret_key(DATA_DIR / "secret_key")
+
 # --- Logging --------------------------------------------------------------------------------
 # Nothing untrusted (queries, snippets, scope ids, entry ids, bodies) is ever logged; the
 # request logger writes method, route name, status and latency only.
@@ -174,12 +308,24 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Django's request and security records carry paths (with ids), rejected Hosts and Origins,
+    # and exception messages: every record that reaches a handler passes this rewrite first.
+    "filters": {"request_privacy": {"()": "powercontext.log_privacy.RequestRecordFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_privacy"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        # Django's own request logger prints the path of failed requests; ours logs the route.
+        # 4xx answers are already in powercontext.access by route; crashes stay (rewritten).
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "django.security": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # At DEBUG these print template contexts (with the request) and SQL parameters.
+        "django.template": {"level": "INFO"},
+        "django.db.backends": {"level": "INFO"},
+        # django-axes logs usernames, addresses and user agents; refusals are logged by
+        # powercontext.login_throttle without them.
+        "axes": {"level": "ERROR"},
         # runserver's own request lines carry query strings (Inbox filters hold scope ids);
         # powercontext.access logs every request by route name instead.
         "django.server": {"handlers": ["console"], "level": "CRITICAL", "propagate": False},

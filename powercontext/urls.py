@@ -6,8 +6,11 @@ from django.urls import include, path
 from context_api import apis
 from context_api.operations import OPERATIONS
 
-handler404 = "context_api.errors.json_not_found"
-handler500 = "context_api.errors.json_server_error"
+# Browser routes get HTML error pages, everything else the JSON envelope (context_api.errors).
+handler400 = "context_api.errors.bad_request"
+handler403 = "context_api.errors.permission_denied"
+handler404 = "context_api.errors.not_found"
+handler500 = "context_api.errors.server_error"
 
 urlpatterns = [
     path("health/live", apis.LivenessApi.as_view(), name="get_liveness"),

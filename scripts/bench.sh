@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 export LOG_LEVEL=${LOG_LEVEL:-WARNING}
+# The PostgreSQL pass is service mode, which needs a SECRET_KEY; one throwaway key serves both.
+export SECRET_KEY=${SECRET_KEY:-$("$PY" -c 'import secrets; print(secrets.token_urlsafe(64))')}
 BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-8765}
 BENCH_WORKERS=${BENCH_WORKERS:-2}
 mkdir -p bench-results data/bench
@@ -30,6 +32,8 @@ run_pass() {
   fi
 }
 
+# gunicorn serves the admin's static files through WhiteNoise from the collected directory.
+"$PY" manage.py collectstatic --noinput -v0
 rm -f data/bench/bench.sqlite3*
 run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then

@@ -29,13 +29,25 @@ echo "=== PowerContext static checks ==="
 PY="$PY" scripts/typecheck.sh
 env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" manage.py makemigrations --check --dry-run
+# The documented production environment must pass Django's deployment checks.
+(
+  set -a
+  . docs/production.env
+  set +a
+  env -u SECRET_KEY_FILE SECRET_KEY="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(64))')" \
+    "$PY" manage.py check --deploy --fail-level WARNING
+)
 
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" -m pytest "$@"
 
 if [ -n "${TEST_POSTGRES_URL:-}" ]; then
+  # A postgres:// DATABASE_URL is service mode, which refuses to start without a SECRET_KEY;
+  # the pass (and the gunicorn/celery/manage.py children it starts) share this one.
+  test_secret_key=${SECRET_KEY:-$("$PY" -c 'import secrets; print(secrets.token_urlsafe(64))')}
   run_pass postgresql env DATABASE_URL="$TEST_POSTGRES_URL" POWERCONTEXT_TEST_EXPECT_VENDOR=postgresql \
+    SECRET_KEY="$test_secret_key" \
     POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
     "$PY" -m pytest "$@"
 elif [ "${POWERCONTEXT_TEST_STRICT:-0}" = "1" ]; then

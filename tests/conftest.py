@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -114,6 +115,24 @@ class Api:
         response = self.post("/v1/memory/search", {"scope_id": scope_id, "query": query, **extra})
         assert response.status_code == 200, response.content
         return response.json()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _collected_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The production static storage (WhiteNoise, compressed, content-hashed names) resolves every
+    ``{% static %}`` through the manifest that collectstatic writes, and the admin's pages use it.
+    Collect once per run into a private directory, so concurrent runs never share one.
+
+    WhiteNoise's autorefresh mode looks files up per request instead of indexing the whole
+    directory each time the middleware is built, which the test client does once per ``Client``
+    (30 ms each, about a minute per pass). The production middleware setup (index at start) is
+    exercised against a real gunicorn in tests/hardening/test_static_files.py."""
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    with override_settings(STATIC_ROOT=tmp_path_factory.mktemp("static"), WHITENOISE_AUTOREFRESH=True):
+        call_command("collectstatic", interactive=False, verbosity=0)
+        yield
 
 
 @pytest.fixture
