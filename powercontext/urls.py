@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from context_api import apis
+from context_api.mcp.views import mcp_endpoint
 from context_api.operations import OPERATIONS
 
 handler404 = "context_api.errors.json_not_found"
@@ -17,6 +18,8 @@ urlpatterns = [
         path(op.path, apis.OperationApi.as_view(operation=op), name=op.operation_id)
         for op in OPERATIONS.values()
     ),
+    # Exactly /mcp: no trailing slash, so APPEND_SLASH has nothing to redirect.
+    path("mcp", mcp_endpoint, name="mcp"),
     path("review/", include("review.urls")),
     path("accounts/", include("review.auth_urls")),
     path("admin/", admin.site.urls),
