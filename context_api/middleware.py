@@ -31,6 +31,10 @@ class RequestIdMiddleware:
         response[REQUEST_ID_HEADER] = request_id
         match = getattr(request, "resolver_match", None)
         route = match.url_name if match is not None and match.url_name else "unresolved"
+        # MCP: the tool names called (only names of listed tools; never arguments).
+        tools = getattr(request, "powercontext_tools", None)
+        if tools:
+            route = f"{route} tool={','.join(tools)}"
         logger.info(
             "request method=%s route=%s status=%s duration_ms=%.1f",
             request.method,

@@ -251,6 +251,10 @@ LOGIN_REDIRECT_URL = "/review/"
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
 # always need a reviewer token (see README).
 POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
+# Browser origins allowed to call the API (comma-separated, exact "scheme://host[:port]"). A request
+# carrying any other Origin header is refused (403); requests without one (agents, hooks, curl)
+# are not affected. Empty by default: no browser page may call /mcp.
+POWERCONTEXT_ALLOWED_ORIGINS = _env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

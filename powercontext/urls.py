@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from context_api import apis
+from context_api.mcp.views import mcp_endpoint
 from context_api.operations import OPERATIONS
 
 # Browser routes get HTML error pages, everything else the JSON envelope (context_api.errors).
@@ -20,6 +21,8 @@ urlpatterns = [
         path(op.path, apis.OperationApi.as_view(operation=op), name=op.operation_id)
         for op in OPERATIONS.values()
     ),
+    # Exactly /mcp: no trailing slash, so APPEND_SLASH has nothing to redirect.
+    path("mcp", mcp_endpoint, name="mcp"),
     path("review/", include("review.urls")),
     path("accounts/", include("review.auth_urls")),
     path("admin/", admin.site.urls),

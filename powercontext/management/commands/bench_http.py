@@ -1,4 +1,5 @@
-"""HTTP benchmark against a running server: prepare vs /health/live latency, and throughput.
+"""HTTP benchmark against a running server: prepare vs /health/live latency, throughput, and
+MCP ``tools/call`` vs the same REST operation (search_memory, remember_memory).
 
 Run by scripts/bench.sh against gunicorn serving the benchmark database. The load generator
 shares the machine with the server, so compare figures from one run as ratios.
@@ -10,6 +11,8 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -51,6 +54,7 @@ class Command(BaseCommand):
             "prepare_vs_live_p50": round(statistics.median(prepare) / statistics.median(live), 2),
         }
         results.update(self._throughput(url, queries, options["clients"], options["seconds"]))
+        results.update(self._mcp_vs_rest(url, queries, samples))
         self.stdout.write(json.dumps(results, indent=2))
         if options["json_path"]:
             with open(options["json_path"], "w", encoding="utf-8") as handle:
@@ -66,6 +70,81 @@ class Command(BaseCommand):
             if response.status_code != 200:
                 raise RuntimeError(f"unexpected status {response.status_code}")
         return out
+
+    @staticmethod
+    def _mcp_vs_rest(url: str, queries: list[str], samples: int) -> dict[str, Any]:
+        """p50 of an MCP tools/call against the same REST call on the same server, interleaved
+        call by call so both see the same server state; plain JSON-RPC POSTs after one
+        initialize (what an MCP client sends per call)."""
+        headers = {"Accept": "application/json, text/event-stream"}
+        with httpx.Client(base_url=url, timeout=30, headers=headers) as client:
+            init = client.post(
+                "/mcp",
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "bench_http", "version": "1"},
+                    },
+                },
+            )
+            version = init.json()["result"]["protocolVersion"]
+            client.headers["MCP-Protocol-Version"] = version
+            client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+            def rest(path: str, body: dict[str, Any]) -> None:
+                if client.post(path, json=body).status_code != 200:
+                    raise RuntimeError(f"unexpected REST status for {path}")
+
+            def tool(name: str, arguments: dict[str, Any]) -> None:
+                message = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                }
+                response = client.post("/mcp", json=message)
+                if response.status_code != 200 or response.json()["result"]["isError"]:
+                    raise RuntimeError(f"unexpected MCP answer for {name}: {response.text[:200]}")
+
+            def search(i: int) -> dict[str, Any]:
+                return {"scope_id": SCOPE, "query": queries[i % len(queries)]}
+
+            def remember(i: int) -> dict[str, Any]:
+                return {
+                    "scope_id": "bench-mcp",
+                    "kind": "note",
+                    "text": f"benchmark note {i} {queries[i % len(queries)]}",
+                }
+
+            timings: dict[str, list[float]] = {k: [] for k in ("rs", "ms", "rr", "mr")}
+            for i in range(samples // 5):  # warm up both paths
+                rest("/v1/memory/search", search(i))
+                tool("search_memory", search(i))
+            for i in range(samples):
+                calls: list[tuple[str, Callable[[], None]]] = [
+                    ("rs", partial(rest, "/v1/memory/search", search(i))),
+                    ("ms", partial(tool, "search_memory", search(i))),
+                    ("rr", partial(rest, "/v1/memory/remember", remember(2 * i))),
+                    ("mr", partial(tool, "remember_memory", remember(2 * i + 1))),
+                ]
+                for key, run in calls:
+                    start = time.perf_counter()
+                    run()
+                    timings[key].append((time.perf_counter() - start) * 1000)
+        p50 = {key: statistics.median(values) for key, values in timings.items()}
+        return {
+            "mcp_protocol_version": version,
+            "rest_search_p50_ms": round(p50["rs"], 3),
+            "mcp_search_p50_ms": round(p50["ms"], 3),
+            "mcp_vs_rest_search_p50": round(p50["ms"] / p50["rs"], 2),
+            "rest_remember_p50_ms": round(p50["rr"], 3),
+            "mcp_remember_p50_ms": round(p50["mr"], 3),
+            "mcp_vs_rest_remember_p50": round(p50["mr"] / p50["rr"], 2),
+        }
 
     @staticmethod
     def _throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:

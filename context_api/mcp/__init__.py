@@ -1,0 +1,1 @@
+"""MCP Streamable HTTP at /mcp: the operation table projected as MCP tools (see docs/mcp.md)."""
