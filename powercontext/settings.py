@@ -76,20 +76,26 @@ def generated_secret_key(path: Path) -> str:
     up reading the one key that won, never a half-written file.
     """
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                handle.write(secrets.token_urlsafe(64) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                os.link(temporary, path)
-            except FileExistsError:
-                pass
-        finally:
-            temporary.unlink(missing_ok=True)
+                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                    handle.write(secrets.token_urlsafe(64) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                try:
+                    os.link(temporary, path)
+                except FileExistsError:
+                    pass
+            finally:
+                temporary.unlink(missing_ok=True)
+        except OSError as exc:
+            raise ImproperlyConfigured(
+                f"Cannot store a generated secret key at {path} ({exc.strerror}): make "
+                "POWERCONTEXT_DATA_DIR writable, or set SECRET_KEY or SECRET_KEY_FILE."
+            ) from exc
     return _read_secret_file(path, "the generated secret key file")
 
 

@@ -185,7 +185,10 @@ def _allowed(response: Any) -> set[str]:
 
 
 def test_every_api_route_is_checked() -> None:
-    assert len(_api_routes()) == 21
+    routes = set(_api_routes())
+
+    assert {"/health/live", "/v1/capabilities", "/v1/context/prepare", "/v1/skill/get"} <= routes
+    assert len(routes) >= 21
 
 
 @pytest.mark.django_db

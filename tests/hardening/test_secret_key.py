@@ -113,6 +113,17 @@ def test_each_data_directory_gets_its_own_key(tmp_path: Path) -> None:
     assert one.stdout.strip() != two.stdout.strip()
 
 
+def test_an_unwritable_data_directory_refuses_to_start_with_advice(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("", encoding="utf-8")
+
+    sqlite_elsewhere = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+
+    stderr = refused(run_python(PRINT_SECRET_KEY, child_env(blocker / "data", **sqlite_elsewhere)))
+
+    assert "Cannot store a generated secret key" in stderr and "SECRET_KEY_FILE" in stderr
+
+
 def test_debug_service_mode_without_a_key_uses_the_local_generated_key(tmp_path: Path) -> None:
     result = run_python(PRINT_SECRET_KEY, child_env(tmp_path, DEBUG="true", **SERVICE_DATABASE))
 
