@@ -419,6 +419,21 @@ def test_a_target_candidate_shows_a_side_by_side_diff_against_the_current_revisi
     assert "Left: revision 1 (current)" in body
 
 
+def test_a_field_too_large_to_diff_is_shown_whole_under_a_clear_notice(reviewer: User) -> None:
+    old = "\n".join(f"a{n}" for n in range(diff.MAX_DIFF_LINES + 1))
+    new = "\n".join(f"<{n}>" for n in range(diff.MAX_DIFF_LINES + 1))
+    assert len(old) <= 8000 and len(new) <= 8000
+    base = approve(make_candidate(proposal=experience(lesson=old)), reviewer)
+    update = make_update_candidate(base, experience(lesson=new))
+
+    body = text_of(client_for(reviewer).get(url("candidate", update)))
+
+    assert "changed, too large to diff" in body
+    assert "data-diff-too-large" in body
+    assert 'table class="diff too-large"' in body
+    assert "a999\na1000" in body and "&lt;999&gt;\n&lt;1000&gt;" in body
+
+
 def test_the_side_by_side_diff_pairs_changed_lines_and_folds_long_unchanged_runs() -> None:
     old = "\n".join(f"line {n}" for n in range(1, 21))
     new = old.replace("line 10", "line ten").replace("line 20", "line 20\nline 21")
