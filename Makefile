@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 PURE_MODULES := context_api/builder.py context_api/replay.py powercontext/analyzer.py review/diff.py \
-	context_api/hooks/codex_user_prompt_submit.py
+	review/textmarks.py context_api/hooks/codex_user_prompt_submit.py
 
 .PHONY: help venv run test lint typecheck migrations-check bench worker
 

@@ -27,7 +27,7 @@ echo "=== PowerContext static checks ==="
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy --strict --follow-imports=silent context_api/builder.py context_api/replay.py \
-  powercontext/analyzer.py review/diff.py context_api/hooks/codex_user_prompt_submit.py
+  powercontext/analyzer.py review/diff.py review/textmarks.py context_api/hooks/codex_user_prompt_submit.py
 env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" manage.py makemigrations --check --dry-run
 

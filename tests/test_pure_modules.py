@@ -21,6 +21,7 @@ PURE_MODULES = {
     "context_api.replay": ROOT / "context_api" / "replay.py",
     "powercontext.analyzer": ROOT / "powercontext" / "analyzer.py",
     "review.diff": ROOT / "review" / "diff.py",
+    "review.textmarks": ROOT / "review" / "textmarks.py",
 }
 
 # Standard-library modules that bring in the clock, randomness, the environment, I/O or logging.
