@@ -9,14 +9,14 @@ joined by " · ") so that the block opens with a warning naming every field that
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from django import template
 from django.template.base import Parser, Token
 from django.template.context import Context
 from django.template.loader import render_to_string
-from django.utils.html import escape, format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from review.textmarks import KIND_LABELS, Mark, has_marks, kinds_in, pieces
 
@@ -41,25 +41,37 @@ class _Found:
         ]
 
 
-def _marker(mark: Mark) -> SafeString:
-    return format_html(
-        '<span class="textmark textmark-{}" title="{} {}">⟨{}⟩</span>',
-        mark.kind,
-        mark.code,
-        mark.name,
-        mark.code,
+def _marker(mark: Mark) -> str:
+    # kind and code are fixed ASCII; the Unicode name is letters, digits, spaces and hyphens.
+    return (
+        f'<span class="textmark textmark-{mark.kind}" title="{mark.code} {html.escape(mark.name)}">'
+        f"⟨{mark.code}⟩</span>"
     )
+
+
+def _html(text: str) -> str:
+    """``text`` HTML-escaped, each marked character replaced by its marker."""
+    if not has_marks(text):
+        return html.escape(text)
+    return "".join(html.escape(piece) if isinstance(piece, str) else _marker(piece) for piece in pieces(text))
 
 
 def render_marked(value: Any) -> SafeString:
     """``value`` as text, HTML-escaped, each marked character replaced by its marker."""
     text = "" if value is None else str(value)
-    if not has_marks(text):
-        return escape(text)
-    # format_html_join escapes the plain pieces and keeps the (already safe) markers.
-    return format_html_join(
-        "", "{}", ((piece if isinstance(piece, str) else _marker(piece),) for piece in pieces(text))
-    )
+    return mark_safe(_html(text))  # noqa: S308 - _html escapes every character of the text
+
+
+def marked_html(context: Context, value: Any, *label: Any) -> str:
+    """``render_marked(value)`` as a plain (escaped) string; if ``value`` holds marked
+    characters, records ``label`` (its non-empty parts joined by " · ") for the enclosing guard.
+    The ``marked`` tag, and other tags that render many cells (``review_diff``), use it."""
+    text = "" if value is None else str(value)
+    if has_marks(text):
+        found = context.get(_FOUND)
+        if isinstance(found, _Found):
+            found.record(" · ".join(str(part) for part in label if part), kinds_in(text))
+    return _html(text)
 
 
 @register.filter(is_safe=True)
@@ -69,11 +81,7 @@ def textmarks(value: Any) -> SafeString:
 
 @register.simple_tag(takes_context=True)
 def marked(context: Context, value: Any, *label: Any) -> SafeString:
-    text = "" if value is None else str(value)
-    found = context.get(_FOUND)
-    if isinstance(found, _Found) and has_marks(text):
-        found.record(" · ".join(str(part) for part in label if part), kinds_in(text))
-    return render_marked(text)
+    return mark_safe(marked_html(context, value, *label))  # noqa: S308 - marked_html escapes the text
 
 
 class _GuardNode(template.Node):

@@ -19,6 +19,7 @@ ZERO_WIDTH = [0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF]
 OTHER_INVISIBLE = [*range(0x2061, 0x2065), *range(0x206A, 0x2070), *range(0xE0000, 0xE0080)]
 MARKED = {chr(c): BIDI for c in BIDI_CONTROLS} | {chr(c): INVISIBLE for c in ZERO_WIDTH + OTHER_INVISIBLE}
 
+RLO_CHAR = "\u202e"
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=300)
 
 
@@ -180,3 +181,36 @@ def test_a_label_with_marks_is_itself_shown_with_markers() -> None:
     )
 
     assert "<b>Evidence · s" in html and not has_marks(html)
+
+
+def test_diff_rows_escape_every_cell_and_mark_hidden_characters() -> None:
+    from review.diff import fields_diff
+
+    old = "\n".join(["same"] * 8 + ["<b>old</b> text", "gone"])
+    new = "\n".join(["same"] * 8 + [f"<b>new</b>{RLO_CHAR} text"])
+    (diff,) = fields_diff([("lesson", "Lesson")], {"lesson": old}, {"lesson": new})
+
+    html = render(
+        '{% load review_diff %}{% textmarks_guard %}{% diff_rows diff left="Before" right="After" where="Diff" %}'
+        "{% endtextmarks_guard %}",
+        diff=diff,
+    )
+
+    assert not has_marks(html) and "<b>old" not in html and "<b>new" not in html
+    assert '<tr class="skip"><td colspan="4">⋯ 5 unchanged lines</td></tr>' in html
+    assert (
+        '<tr class="equal"><td class="ln">6</td><td class="l">same</td><td class="ln">6</td><td class="r">same</td></tr>'
+        in html
+    )
+    assert (
+        '<tr class="replace"><td class="ln">9</td><td class="l">&lt;b&gt;<del>old</del>&lt;/b&gt; text</td>'
+        '<td class="ln">9</td><td class="r">&lt;b&gt;<ins>new</ins>&lt;/b&gt;'
+        '<ins><span class="textmark textmark-bidi" title="U+202E RIGHT-TO-LEFT OVERRIDE">⟨U+202E⟩</span></ins>'
+        " text</td></tr>"
+    ) in html
+    assert (
+        '<tr class="delete"><td class="ln">10</td><td class="l"><del>gone</del></td><td class="ln"></td><td class="r"></td></tr>'
+        in html
+    )
+    assert "<b>Diff · Lesson · After</b>: bidirectional control characters" in html
+    assert "Diff · Lesson · Before" not in html
