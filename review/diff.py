@@ -63,7 +63,7 @@ class FieldDiff:
     @property
     def too_large(self) -> bool:
         """The field changed but was too large to diff (its one row holds both sides whole)."""
-        return any(row.kind == TOO_LARGE for row in self.rows)
+        return len(self.rows) == 1 and self.rows[0].kind == TOO_LARGE
 
 
 class _OverBudget(Exception):
@@ -87,9 +87,10 @@ class _Matcher(difflib.SequenceMatcher[str]):
     """``SequenceMatcher(autojunk=False)`` that charges ``budget`` for its work.
 
     Building it costs ``len(a) + len(b)``. Each ``find_longest_match(alo, ahi, blo, bhi)`` walks,
-    for every ``a[i]`` in ``a[alo:ahi]``, the positions of ``a[i]`` in ``b``: it is charged that
-    number of positions (the occurrences of ``a[i]`` in all of ``b``, an upper bound) plus one per
-    ``i``, before it runs. Everything else SequenceMatcher does is linear in its input.
+    for every ``a[i]`` in ``a[alo:ahi]``, the positions of ``a[i]`` in ``b``: before it runs, it is
+    charged that number of positions (the occurrences of ``a[i]`` in all of ``b``, an upper bound)
+    plus two per ``i`` (the loop itself, and computing this bound). Everything else
+    SequenceMatcher does is linear in its input.
     """
 
     def __init__(self, a: Sequence[str], b: Sequence[str], budget: _Budget) -> None:
@@ -103,7 +104,7 @@ class _Matcher(difflib.SequenceMatcher[str]):
         self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None
     ) -> difflib.Match:
         stop = len(self._a) if ahi is None else ahi
-        self._budget.charge(stop - alo)  # what the bound below costs to compute
+        self._budget.charge(stop - alo)  # computing the bound below
         occurrences = self._occurrences
         self._budget.charge(stop - alo + sum(occurrences[item] for item in self._a[alo:stop]))
         return super().find_longest_match(alo, ahi, blo, bhi)
