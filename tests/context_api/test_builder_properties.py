@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_api.builder import (
@@ -436,8 +436,10 @@ def near_cap_texts(draw, overhead: int = 0) -> str:
     """Text ending, within a few bytes of the 2000-byte item cap, in a stretch of control
     characters, CJK and other escapes, so the cut (1997 bytes + "…") falls inside it."""
     head = "".join(draw(st.lists(st.one_of(controls, st.just("a")), max_size=30)))
-    stretch = "".join(draw(st.lists(near_cut_chars, min_size=1, max_size=16)))
-    end = draw(st.integers(1990, 2010)) - overhead  # the text's size in UTF-8 bytes, about
+    # Often a control character last: 1 byte raw but 6 escaped, the costliest byte to keep.
+    stretch = "".join(draw(st.lists(near_cut_chars, max_size=15))) + draw(st.one_of(controls, near_cut_chars))
+    # The text's UTF-8 size, often 1998-2001: a source just within the cap that a budget still cuts.
+    end = draw(st.one_of(st.integers(1998, 2001), st.integers(1990, 2010))) - overhead
     filler = "a" * max(0, end - len(head.encode("utf-8")) - len(stretch.encode("utf-8")))
     return head + filler + stretch
 
@@ -466,23 +468,44 @@ def near_cap_cases(draw):
         lesson = draw(near_cap_texts(EXPERIENCE_OVERHEAD))
         source = experience_source(experience_with(lesson).content)
         memories, experiences = before, [experience_with(lesson)]
-    probe = [*memories, *experiences]
+    item = [*memories, *experiences][-1]
+    prior = [naive_item(HEAD, hit, hit.text, False) for hit in before]
+    # Budgets aimed at the longest truncated forms: a few bytes short of the whole item (a source
+    # within the cap that the budget still cuts), or around the size of source[:cut] + "…".
+    whole = naive_size([*prior, naive_item(HEAD, item, source, False)])
     cut = draw(
-        st.one_of(st.integers(len(source) - 3, len(source)), st.integers(len(source) - 30, len(source)))
+        st.one_of(st.integers(len(source) - 2, len(source)), st.integers(len(source) - 30, len(source)))
     )
-    # The rendered size with source[:cut] + "…" as the item's content, whatever the cap says.
-    aimed = naive_size(
-        [
-            *(naive_item(HEAD, hit, hit.text, False) for hit in before),
-            naive_item(HEAD, probe[-1], source[:cut] + ELLIPSIS, True),
-        ]
-    ) + draw(st.integers(-4, 4))
-    budget = draw(st.one_of(st.just(aimed), st.just(aimed), st.integers(MIN_MAX_BYTES, MAX_MAX_BYTES)))
+    aimed = naive_size([*prior, naive_item(HEAD, item, source[:cut] + ELLIPSIS, True)])
+    budget = draw(
+        st.one_of(
+            st.integers(1, 8).map(lambda short: whole - short),
+            st.integers(-2, 6).map(lambda extra: aimed + extra),
+            st.integers(MIN_MAX_BYTES, MAX_MAX_BYTES),
+        )
+    )
     return HEAD, memories, experiences, min(max(budget, MIN_MAX_BYTES), MAX_MAX_BYTES)
 
 
-@settings(DETERMINISTIC, max_examples=400)
+# A source of exactly 2000 bytes whose budget cut (prefix + "…") would be 2001 bytes.
+CONTROL_NEXT_TO_CJK_AT_THE_CAP = "a" * 1994 + "\x0f" + "漢" + "\x0f\x0f"
+CONTROL_NEXT_TO_CJK_HIT = MemoryHit(
+    memory_ref=HEAD, entry_id="e1", entry_version_id="v1", text=CONTROL_NEXT_TO_CJK_AT_THE_CAP
+)
+
+
+@settings(DETERMINISTIC, max_examples=600)
 @given(near_cap_cases())
+@example(
+    (
+        HEAD,
+        [CONTROL_NEXT_TO_CJK_HIT],
+        [],
+        naive_size(
+            [naive_item(HEAD, CONTROL_NEXT_TO_CJK_HIT, CONTROL_NEXT_TO_CJK_AT_THE_CAP[:-2] + ELLIPSIS, True)]
+        ),
+    )
+)
 def test_items_near_the_cap_are_the_longest_prefix_within_cap_and_budget(case):
     result = build(*case)
 
