@@ -19,7 +19,8 @@ What ``PreparedContextBuilder.build`` guarantees:
 - Budget. ``content_bytes == len(content.encode("utf-8")) <= max_bytes``, counting the policy,
   markers, JSON framing and escaping, separators, citations and item content. An item's source is
   first capped at ``ITEM_SOURCE_CAP_BYTES``; an item that does not fit the remaining budget whole
-  is cut to the longest code-point-safe prefix whose ``prefix + "…"`` still fits, provided that
+  is cut to the longest code-point-safe prefix whose ``prefix + "…"`` still fits both the budget
+  and ``ITEM_SOURCE_CAP_BYTES`` (every item content is at most that many bytes), provided that
   truncated content is at least ``MIN_TRUNCATED_BYTES`` UTF-8 bytes (measured on the content string
   itself, before JSON escaping). Otherwise the item is skipped and later items are still tried.
 - Trust. Item text only ever appears inside a JSON string inside the fixed wrapper, so markers,
@@ -321,6 +322,13 @@ def _fit(candidate: _Candidate, remaining: int) -> tuple[dict[str, Any], int] | 
         else:
             high, high_escaped = middle, middle_escaped
     prefix = source[:low]
+    # The search bounds only the escaped size. A source of up to ITEM_SOURCE_CAP_BYTES is not
+    # capped, so when escapes make it overflow the budget its found prefix + "…" can still pass
+    # the cap. Both limits hold for every shorter prefix, so the longest prefix within both is
+    # the shorter of the two answers.
+    if _utf8_len(prefix) + _ELLIPSIS_BYTES > ITEM_SOURCE_CAP_BYTES:
+        prefix = prefix.encode("utf-8")[: ITEM_SOURCE_CAP_BYTES - _ELLIPSIS_BYTES].decode("utf-8", "ignore")
+        low_escaped = _escaped_len(prefix)
     if _utf8_len(prefix) + _ELLIPSIS_BYTES < MIN_TRUNCATED_BYTES:
         return None
     size = frame_cut + low_escaped + _ELLIPSIS_BYTES

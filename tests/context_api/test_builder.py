@@ -628,6 +628,25 @@ def test_sources_over_two_thousand_bytes_are_capped_including_the_ellipsis():
         assert len(expected.encode("utf-8")) <= 2000
 
 
+def test_a_budget_cut_of_a_source_within_the_cap_still_respects_the_cap():
+    # A 2000-byte source is not capped, but its escaped size (each U+000F is 6 bytes in JSON)
+    # overflows this budget, so it is truncated. Its longest prefix that fits the budget,
+    # "a" * 1994 + "\x0f" + "漢" (1998 bytes) + "…", is 2001 bytes: over the 2000-byte item cap.
+    text = "a" * 1994 + "\x0f" + "漢" + "\x0f\x0f"
+    hit = mem("e1", text)
+    assert len(text.encode("utf-8")) == ITEM_SOURCE_CAP_BYTES
+    whole = single_item_size(memory_item(hit, text, False))
+    budget_prefix = "a" * 1994 + "\x0f" + "漢"
+    budget = single_item_size(memory_item(hit, budget_prefix + ELLIPSIS, True))
+    assert budget < whole
+
+    (item,) = items(build([hit], max_bytes=budget))
+
+    # The longest prefix that fits both the budget and the cap drops the CJK character.
+    assert item == memory_item(hit, "a" * 1994 + "\x0f" + ELLIPSIS, True)
+    assert len(item["content"].encode("utf-8")) == 1998
+
+
 def test_experience_content_is_capped_and_truncated_on_its_rendered_form():
     hit = exp("x1", situation="S" * 800, action="A" * 800, outcome="O" * 800, lesson="L" * 800)
     rendered = "Situation: " + "S" * 800 + "\nAction: " + "A" * 800 + "\nOutcome: " + "O" * 800

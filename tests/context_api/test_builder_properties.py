@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from context_api.builder import (
@@ -148,8 +148,11 @@ def experience_source(content: ExperienceContent) -> str:
 def test_every_result_satisfies_the_contract(case):
     head, memories, experiences, max_bytes = case
 
-    result = build(head, memories, experiences, max_bytes)
+    assert_contract(build(head, memories, experiences, max_bytes), head, memories, experiences, max_bytes)
 
+
+def assert_contract(result, head, memories, experiences, max_bytes) -> None:
+    """Every builder invariant that can be checked from the input and the output alone."""
     assert result.schema == SCHEMA
     if result.status == "empty":
         assert result == PreparedContext(schema=SCHEMA, status="empty", content=None, content_bytes=0)
@@ -244,6 +247,36 @@ def naive_size(items: list[dict]) -> int:
     return len(naive_render(items).encode("utf-8"))
 
 
+def naive_item(head, hit, content: str, truncated: bool) -> dict:
+    if isinstance(hit, MemoryHit):
+        return {
+            "citation": {
+                "memory_ref": {
+                    "family": head.family,
+                    "artifact_id": head.artifact_id,
+                    "revision": head.revision,
+                },
+                "entry_id": hit.entry_id,
+                "entry_version_id": hit.entry_version_id,
+            },
+            "content": content,
+            "truncated": truncated,
+        }
+    ref = hit.artifact_ref
+    return {
+        "citation": {
+            "artifact_ref": {
+                "family": ref.family,
+                "artifact_id": ref.artifact_id,
+                "revision": ref.revision,
+            }
+        },
+        "content": content,
+        "truncated": truncated,
+        "kind": "experience",
+    }
+
+
 def naive_build(head, memories, experiences, max_bytes) -> PreparedContext:
     """The specification, executed literally: re-render the whole content for every prefix length."""
 
@@ -279,35 +312,6 @@ def naive_build(head, memories, experiences, max_bytes) -> PreparedContext:
     for index in range(max(len(chosen_memories), len(chosen_experiences))):
         order += chosen_memories[index : index + 1] + chosen_experiences[index : index + 1]
 
-    def make(hit, content, truncated):
-        if isinstance(hit, MemoryHit):
-            return {
-                "citation": {
-                    "memory_ref": {
-                        "family": head.family,
-                        "artifact_id": head.artifact_id,
-                        "revision": head.revision,
-                    },
-                    "entry_id": hit.entry_id,
-                    "entry_version_id": hit.entry_version_id,
-                },
-                "content": content,
-                "truncated": truncated,
-            }
-        ref = hit.artifact_ref
-        return {
-            "citation": {
-                "artifact_ref": {
-                    "family": ref.family,
-                    "artifact_id": ref.artifact_id,
-                    "revision": ref.revision,
-                }
-            },
-            "content": content,
-            "truncated": truncated,
-            "kind": "experience",
-        }
-
     items: list[dict] = []
     for hit in order:
         if len(items) == 8:
@@ -322,15 +326,17 @@ def naive_build(head, memories, experiences, max_bytes) -> PreparedContext:
         else:
             whole, capped = source, False
             longest = len(source) - 1
-        if naive_size([*items, make(hit, whole, capped)]) <= max_bytes:
-            items.append(make(hit, whole, capped))
+        if naive_size([*items, naive_item(head, hit, whole, capped)]) <= max_bytes:
+            items.append(naive_item(head, hit, whole, capped))
             continue
         for cut in range(longest, -1, -1):
             truncated = source[:cut] + ELLIPSIS
+            if len(truncated.encode("utf-8")) > 2000:
+                continue  # the item cap binds every truncated form, not only capped sources
             if len(truncated.encode("utf-8")) < 64:
                 break
-            if naive_size([*items, make(hit, truncated, True)]) <= max_bytes:
-                items.append(make(hit, truncated, True))
+            if naive_size([*items, naive_item(head, hit, truncated, True)]) <= max_bytes:
+                items.append(naive_item(head, hit, truncated, True))
                 break
 
     if not items:
@@ -409,3 +415,104 @@ def test_the_source_cap_matches_the_brute_force_oracle(text, max_bytes):
     )
 
     assert build(*case) == naive_build(*case)
+
+
+# --- Near the 2000-byte cap ---------------------------------------------------------------------------
+
+# Characters whose escaped JSON size differs most from their UTF-8 size (control characters: 1 byte
+# raw, 6 escaped), multi-byte ones (CJK: 3 bytes raw and escaped), and the other escapes.
+controls = st.one_of(st.characters(min_codepoint=0x00, max_codepoint=0x1F), st.just("\x7f"))
+cjk = st.one_of(
+    st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), st.sampled_from(["漢", "字", "か"])
+)
+near_cut_chars = st.one_of(
+    controls, controls, cjk, cjk, st.sampled_from(['"', "\\", "a", "é", "😀", "\u2028"])
+)
+EXPERIENCE_OVERHEAD = len(experience_source(ExperienceContent("s", "a", "o", "")).encode("utf-8"))
+
+
+@st.composite
+def near_cap_texts(draw, overhead: int = 0) -> str:
+    """Text ending, within a few bytes of the 2000-byte item cap, in a stretch of control
+    characters, CJK and other escapes, so the cut (1997 bytes + "…") falls inside it."""
+    head = "".join(draw(st.lists(st.one_of(controls, st.just("a")), max_size=30)))
+    # Often a control character last: 1 byte raw but 6 escaped, the costliest byte to keep.
+    stretch = "".join(draw(st.lists(near_cut_chars, max_size=15))) + draw(st.one_of(controls, near_cut_chars))
+    # The text's UTF-8 size, often 1998-2001: a source just within the cap that a budget still cuts.
+    end = draw(st.one_of(st.integers(1998, 2001), st.integers(1990, 2010))) - overhead
+    filler = "a" * max(0, end - len(head.encode("utf-8")) - len(stretch.encode("utf-8")))
+    return head + filler + stretch
+
+
+def experience_with(lesson: str) -> ExperienceHit:
+    return ExperienceHit(
+        artifact_ref=ArtifactRef(family="experience", artifact_id="x1", revision=1),
+        content=ExperienceContent(situation="s", action="a", outcome="o", lesson=lesson),
+    )
+
+
+@st.composite
+def near_cap_cases(draw):
+    """One item near the cap (Memory or Experience, alone or after a short Memory item) and a
+    budget aimed at the sizes of its longest truncated forms, or anywhere."""
+    before = draw(
+        st.sampled_from([[], [MemoryHit(memory_ref=HEAD, entry_id="e0", entry_version_id="v0", text="x")]])
+    )
+    if draw(st.booleans()):
+        source = draw(near_cap_texts())
+        memories, experiences = (
+            [*before, MemoryHit(memory_ref=HEAD, entry_id="e1", entry_version_id="v1", text=source)],
+            [],
+        )
+    else:
+        lesson = draw(near_cap_texts(EXPERIENCE_OVERHEAD))
+        source = experience_source(experience_with(lesson).content)
+        memories, experiences = before, [experience_with(lesson)]
+    item = [*memories, *experiences][-1]
+    prior = [naive_item(HEAD, hit, hit.text, False) for hit in before]
+    # Budgets aimed at the longest truncated forms: a few bytes short of the whole item (a source
+    # within the cap that the budget still cuts), or around the size of source[:cut] + "…".
+    whole = naive_size([*prior, naive_item(HEAD, item, source, False)])
+    cut = draw(
+        st.one_of(st.integers(len(source) - 2, len(source)), st.integers(len(source) - 30, len(source)))
+    )
+    aimed = naive_size([*prior, naive_item(HEAD, item, source[:cut] + ELLIPSIS, True)])
+    budget = draw(
+        st.one_of(
+            st.integers(1, 8).map(lambda short: whole - short),
+            st.integers(-2, 6).map(lambda extra: aimed + extra),
+            st.integers(MIN_MAX_BYTES, MAX_MAX_BYTES),
+        )
+    )
+    return HEAD, memories, experiences, min(max(budget, MIN_MAX_BYTES), MAX_MAX_BYTES)
+
+
+# A source of exactly 2000 bytes whose budget cut (prefix + "…") would be 2001 bytes.
+CONTROL_NEXT_TO_CJK_AT_THE_CAP = "a" * 1994 + "\x0f" + "漢" + "\x0f\x0f"
+CONTROL_NEXT_TO_CJK_HIT = MemoryHit(
+    memory_ref=HEAD, entry_id="e1", entry_version_id="v1", text=CONTROL_NEXT_TO_CJK_AT_THE_CAP
+)
+
+
+@settings(DETERMINISTIC, max_examples=600)
+@given(near_cap_cases())
+@example(
+    (
+        HEAD,
+        [CONTROL_NEXT_TO_CJK_HIT],
+        [],
+        naive_size(
+            [naive_item(HEAD, CONTROL_NEXT_TO_CJK_HIT, CONTROL_NEXT_TO_CJK_AT_THE_CAP[:-2] + ELLIPSIS, True)]
+        ),
+    )
+)
+def test_items_near_the_cap_are_the_longest_prefix_within_cap_and_budget(case):
+    result = build(*case)
+
+    assert_contract(result, *case)
+    if result.content is not None:
+        for item in json.loads(result.content.split("\n")[4])["items"]:
+            assert len(item["content"].encode("utf-8")) <= 2000
+    # The oracle tries every prefix, longest first, and keeps the first one that fits both the
+    # 2000-byte cap and the budget: the builder's choice must be exactly that one.
+    assert result == naive_build(*case)
