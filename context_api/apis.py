@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from rest_framework.request import Request
@@ -18,16 +19,68 @@ from context_api.builder import SCHEMA
 from context_api.operations import Operation
 from context_api.operations.memory import SUPPORTED_SEARCH_MODES
 from context_api.validation import parse_json_object, read_body
+from powercontext.exceptions import OriginForbidden, UnsupportedMediaType
 from powercontext.families import Family
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
 
 
-class OperationApi(APIView):
-    """``POST`` of one contract operation: no DRF parsers/authenticators; strict JSON body; our
-    error envelope. ``operation`` is bound per route by ``as_view(operation=...)``."""
+JSON_MEDIA_TYPE = "application/json"
+
+
+def check_browser_origin(request: Any) -> None:
+    """Refuse requests a browser sends on behalf of another site (403 ``origin_forbidden``).
+
+    A browser page on any site can reach the API on 127.0.0.1, so a request that names a foreign
+    ``Origin`` (one not in ``POWERCONTEXT_ALLOWED_ORIGINS``) or that the browser itself labels
+    ``Sec-Fetch-Site: cross-site`` is refused before anything else happens. Agents, hooks and
+    ``curl`` send neither header.
+    """
+    origin = request.META.get("HTTP_ORIGIN")
+    if origin is not None:
+        allowed = {o.lower() for o in settings.POWERCONTEXT_ALLOWED_ORIGINS}
+        if origin.strip().rstrip("/").lower() not in allowed:
+            raise OriginForbidden()
+    if request.META.get("HTTP_SEC_FETCH_SITE", "").strip().lower() == "cross-site":
+        raise OriginForbidden()
+
+
+def check_json_body(request: Any) -> None:
+    """A body-carrying request must declare ``application/json`` (parameters such as charset
+    allowed), else 415. HTML forms can only send text/plain, urlencoded or multipart bodies
+    without a CORS preflight, so this closes cross-site form posts. A POST with no body at all
+    (and so no type) carries nothing to write; it gets the usual 422 for a missing JSON object."""
+    if request.method != "POST":
+        return
+    media_type = request.META.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    if media_type == JSON_MEDIA_TYPE or (not media_type and not _has_body(request)):
+        return
+    raise UnsupportedMediaType()
+
+
+def _has_body(request: Any) -> bool:
+    if "HTTP_TRANSFER_ENCODING" in request.META:
+        return True
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    return not length.isdigit() or int(length) > 0
+
+
+class V1Api(APIView):
+    """Base of every /v1 view: our envelope, no DRF authenticators, and the browser guards
+    (Origin / Sec-Fetch-Site, JSON-only bodies) before any handler runs."""
 
     authentication_classes: ClassVar[list[Any]] = []
     permission_classes: ClassVar[list[Any]] = []
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        check_browser_origin(request)
+        check_json_body(request)
+        super().initial(request, *args, **kwargs)
+
+
+class OperationApi(V1Api):
+    """``POST`` of one contract operation: no DRF parsers/authenticators; strict JSON body; our
+    error envelope. ``operation`` is bound per route by ``as_view(operation=...)``."""
+
     operation: Operation | None = None
 
     def post(self, request: Request) -> Response:
@@ -85,10 +138,7 @@ class ReadinessApi(APIView):
         )
 
 
-class CapabilitiesApi(APIView):
-    authentication_classes: ClassVar[list[Any]] = []
-    permission_classes: ClassVar[list[Any]] = []
-
+class CapabilitiesApi(V1Api):
     def get(self, request: Request) -> Response:
         authenticate(request)
         return Response(

@@ -141,6 +141,10 @@ LOGIN_REDIRECT_URL = "/review/"
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
 # always need a reviewer token (see README).
 POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
+# Browser origins (scheme://host[:port]) allowed to call /v1; any other Origin is refused (403).
+POWERCONTEXT_ALLOWED_ORIGINS = [
+    o.strip().rstrip("/") for o in os.environ.get("POWERCONTEXT_ALLOWED_ORIGINS", "").split(",") if o.strip()
+]
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
