@@ -23,7 +23,6 @@ from powercontext.exceptions import OriginForbidden, UnsupportedMediaType
 from powercontext.families import Family
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
 
-
 JSON_MEDIA_TYPE = "application/json"
 
 
