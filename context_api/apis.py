@@ -19,7 +19,7 @@ from context_api.builder import SCHEMA
 from context_api.operations import Operation
 from context_api.operations.memory import SUPPORTED_SEARCH_MODES
 from context_api.validation import parse_json_object, read_body
-from powercontext.exceptions import OriginForbidden, UnsupportedMediaType
+from powercontext.exceptions import InvalidRequest, OriginForbidden, UnsupportedMediaType
 from powercontext.families import Family
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
 
@@ -63,6 +63,20 @@ def _has_body(request: Any) -> bool:
     return not length.isdigit() or int(length) > 0
 
 
+def query_payload(request: Any) -> dict[str, Any]:
+    """A GET operation's query string as a payload: each parameter at most once."""
+    payload: dict[str, Any] = {}
+    for name, values in request.GET.lists():
+        if len(values) != 1:
+            raise InvalidRequest(
+                details={
+                    "errors": [{"loc": ["query", name], "msg": "Must be given once.", "type": "repeated"}]
+                }
+            )
+        payload[name] = values[0]
+    return payload
+
+
 class V1Api(APIView):
     """Base of every /v1 view: our envelope, no DRF authenticators, and the browser guards
     (Origin / Sec-Fetch-Site, JSON-only bodies) before any handler runs."""
@@ -82,11 +96,23 @@ class OperationApi(V1Api):
 
     operation: Operation | None = None
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        assert self.operation is not None
+        # Each route answers its operation's one method (405 for any other).
+        self.http_method_names = [self.operation.method.lower(), "options"]
+
     def post(self, request: Request) -> Response:
         assert self.operation is not None
         caller = self.operation.authorize(request)
         body = self.operation.call(caller, parse_json_object(read_body(request)))
-        return Response(body, status=self.operation.status)
+        return Response(body, status=self.operation.status, headers=dict(self.operation.headers))
+
+    def get(self, request: Request) -> Response:
+        assert self.operation is not None
+        caller = self.operation.authorize(request)
+        body = self.operation.call(caller, query_payload(request))
+        return Response(body, status=self.operation.status, headers=dict(self.operation.headers))
 
 
 # --- health and capabilities -----------------------------------------------------------------

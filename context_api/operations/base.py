@@ -36,6 +36,8 @@ class Operation:
     input: type[StrictSerializer]
     handler: Handler
     status: int = 200
+    method: str = "POST"  # GET operations take their payload from the query string
+    headers: tuple[tuple[str, str], ...] = ()
     reviewer: bool = False  # approve / reject / revise: a reviewer token in every mode
     read_only: bool = False
     idempotent: bool = False
