@@ -10,6 +10,7 @@ from django.conf import settings
 
 from powercontext.exceptions import Forbidden, Unauthorized
 from powercontext.models import ApiToken
+from powercontext.services.tokens import api_token_mark_used
 
 
 def token_digest(token: str) -> str:
@@ -41,6 +42,7 @@ def authenticate(request: Any) -> ApiToken | None:
     )
     if token is None:
         raise Unauthorized()
+    api_token_mark_used(token=token)
     return token
 
 

@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from powercontext.models import ApiToken
+
+# ``last_used_at`` is an operator's hint ("is this token still in use?"), not an audit log: it is
+# written at most once per interval per token, so requests do not each cost a write.
+LAST_USED_INTERVAL = timedelta(seconds=60)
+
+
+def api_token_mark_used(*, token: ApiToken, now: datetime | None = None) -> bool:
+    """Record that ``token`` was used; return whether a row was written.
+
+    Skips the write when the loaded row shows a use within ``LAST_USED_INTERVAL``; otherwise one
+    conditional UPDATE (``last_used_at IS NULL OR last_used_at < now - interval``), so concurrent
+    requests write at most once per interval whatever they loaded.
+    """
+    when = now if now is not None else timezone.now()
+    cutoff = when - LAST_USED_INTERVAL
+    if token.last_used_at is not None and token.last_used_at >= cutoff:
+        return False
+    written = (
+        ApiToken.objects.filter(pk=token.pk)
+        .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff))
+        .update(last_used_at=when)
+    )
+    if written:
+        token.last_used_at = when
+    return bool(written)
 
 
 @transaction.atomic(durable=True)
