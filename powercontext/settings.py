@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular_sidecar",  # self-hosted Redoc for /v1/docs
     "django_filters",
     "powercontext",
     "review",
