@@ -33,11 +33,13 @@ env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/da
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" -m pytest "$@"
+run_pass "schemathesis sqlite" env PY="$PY" scripts/schemathesis.sh sqlite
 
 if [ -n "${TEST_POSTGRES_URL:-}" ]; then
   run_pass postgresql env DATABASE_URL="$TEST_POSTGRES_URL" POWERCONTEXT_TEST_EXPECT_VENDOR=postgresql \
     POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
     "$PY" -m pytest "$@"
+  run_pass "schemathesis postgresql" env PY="$PY" scripts/schemathesis.sh postgresql
 elif [ "${POWERCONTEXT_TEST_STRICT:-0}" = "1" ]; then
   echo "FAIL: POWERCONTEXT_TEST_STRICT=1 but TEST_POSTGRES_URL is not set" >&2
   exit 1
