@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from context_api.auth import authenticate
 from context_api.builder import SCHEMA
 from context_api.operations import Operation
+from context_api.operations import stats as stats_operations
 from context_api.operations.memory import SUPPORTED_SEARCH_MODES
 from context_api.validation import parse_json_object, read_body
 from powercontext.exceptions import InvalidRequest, OriginForbidden, UnsupportedMediaType
@@ -167,6 +168,11 @@ class ReadinessApi(APIView):
         return Response(
             {"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503
         )
+
+
+# GET /v1/stats runs through the operation machinery (authorization, strict validation, the token
+# scope check) but is not in OPERATIONS, the table of JSON-body operations (and MCP tools).
+get_stats_view = OperationApi.as_view(operation=stats_operations.get_stats)
 
 
 class CapabilitiesApi(V1Api):

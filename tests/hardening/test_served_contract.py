@@ -110,7 +110,7 @@ def test_every_contract_operation_is_routed_with_its_method(served: dict[str, An
         view = match.func.view_class(**match.func.view_initkwargs)
         assert method in view.http_method_names and hasattr(view, method), (path, method)
         routed.add(operation["operationId"])
-    table = set(OPERATIONS) | {"get_liveness", "get_readiness", "get_capabilities"}
+    table = set(OPERATIONS) | {"get_liveness", "get_readiness", "get_capabilities", "get_stats"}
     assert routed == table
 
 

@@ -11,7 +11,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from context_api.operations import OPERATIONS
+from context_api.operations import OPERATIONS as BODY_OPERATIONS
+from context_api.operations.stats import get_stats
 from powercontext.models import ApiToken
 from powercontext.services.tokens import api_token_create, token_digest
 from review.models import Candidate
@@ -67,6 +68,7 @@ def _body(op: str, scope_id: str) -> dict[str, Any]:
     return {"scope_id": scope_id, **bodies[op]}
 
 
+OPERATIONS = {**BODY_OPERATIONS, "get_stats": get_stats}
 SCOPED_OPERATIONS = sorted(op for op in OPERATIONS if "scope_id" in OPERATIONS[op].input().fields)
 
 
