@@ -50,11 +50,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "drf_spectacular_sidecar",  # self-hosted Redoc for /v1/docs
     "django_filters",
     "powercontext",
     "review",
     "context_api",
+    "drf_spectacular_sidecar",  # self-hosted Redoc for /v1/docs
 ]
 
 MIDDLEWARE = [
@@ -142,10 +142,10 @@ LOGIN_REDIRECT_URL = "/review/"
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
 # always need a reviewer token (see README).
 POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
-# Browser origins (scheme://host[:port]) allowed to call /v1; any other Origin is refused (403).
-POWERCONTEXT_ALLOWED_ORIGINS = [
-    o.strip().rstrip("/") for o in os.environ.get("POWERCONTEXT_ALLOWED_ORIGINS", "").split(",") if o.strip()
-]
+# Browser origins allowed to call the API (comma-separated, exact "scheme://host[:port]"). A request
+# carrying any other Origin header is refused (403); requests without one (agents, hooks, curl)
+# are not affected. Empty by default: no browser page may call /mcp.
+POWERCONTEXT_ALLOWED_ORIGINS = _env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
