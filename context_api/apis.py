@@ -15,7 +15,7 @@ from context_api.auth import authenticate
 from context_api.builder import SCHEMA
 from context_api.contract_apis import api_docs as api_docs
 from context_api.contract_apis import openapi_document as openapi_document
-from context_api.guards import V1Api, query_payload
+from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
 from context_api.operations import stats as stats_operations
 from context_api.operations.memory import SUPPORTED_SEARCH_MODES
@@ -105,11 +105,12 @@ class ReadinessApi(APIView):
         )
 
 
-class CapabilitiesApi(V1Api):
+class CapabilitiesApi(APIView):
     authentication_classes = ()
     permission_classes = ()
 
     def get(self, request: Request) -> Response:
+        check_browser_origin(request)  # as every /v1 view (V1Api); GET carries no body to check
         authenticate(request)
         return Response(
             {
