@@ -76,6 +76,8 @@ export DEBUG=false
 unset CELERY_BROKER_URL CELERY_RESULT_BACKEND POWERCONTEXT_REQUIRE_TOKEN
 
 "$PY" manage.py migrate --noinput -v 0
+# As a deployment does: static storages that need a manifest find one (into $WORK/static).
+"$PY" manage.py collectstatic --noinput -v 0
 TOKEN=$("$PY" manage.py create_api_token schemathesis --reviewer | tail -n 1)
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 BASE="http://127.0.0.1:$PORT"
