@@ -13,14 +13,18 @@ from rest_framework.views import APIView
 
 from context_api.auth import authenticate
 from context_api.builder import SCHEMA
+from context_api.contract_apis import api_docs as api_docs
+from context_api.contract_apis import openapi_document as openapi_document
+from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
+from context_api.operations import stats as stats_operations
 from context_api.operations.memory import SUPPORTED_SEARCH_MODES
 from context_api.validation import parse_json_object, read_body
 from powercontext.families import Family
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
 
 
-class OperationApi(APIView):
+class OperationApi(V1Api):
     """``POST`` of one contract operation: no DRF parsers/authenticators; strict JSON body; our
     error envelope. ``operation`` is bound per route by ``as_view(operation=...)``."""
 
@@ -28,11 +32,29 @@ class OperationApi(APIView):
     permission_classes = ()
     operation: Operation | None = None
 
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        assert self.operation is not None
+        # Each route answers its operation's one method (405 for any other).
+        self.http_method_names = [self.operation.method.lower(), "options"]
+
     def post(self, request: Request) -> Response:
         assert self.operation is not None
         caller = self.operation.authorize(request)
         body = self.operation.call(caller, parse_json_object(read_body(request)))
-        return Response(body, status=self.operation.status)
+        return Response(body, status=self.operation.status, headers=dict(self.operation.headers))
+
+    def get(self, request: Request) -> Response:
+        """A GET operation (``get_stats``): its payload is the query string."""
+        assert self.operation is not None
+        caller = self.operation.authorize(request)
+        body = self.operation.call(caller, query_payload(request))
+        return Response(body, status=self.operation.status, headers=dict(self.operation.headers))
+
+
+# GET /v1/stats runs through the operation machinery (authorization, strict validation, the token
+# scope check) but is not in OPERATIONS, the table of JSON-body operations (and MCP tools).
+get_stats_view = OperationApi.as_view(operation=stats_operations.get_stats)
 
 
 # --- health and capabilities -----------------------------------------------------------------
@@ -88,6 +110,7 @@ class CapabilitiesApi(APIView):
     permission_classes = ()
 
     def get(self, request: Request) -> Response:
+        check_browser_origin(request)  # as every /v1 view (V1Api); GET carries no body to check
         authenticate(request)
         return Response(
             {

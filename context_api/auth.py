@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from typing import Any
 
 from django.conf import settings
 
 from powercontext.exceptions import Forbidden, Unauthorized
 from powercontext.models import ApiToken
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def new_token() -> str:
-    return f"pct_{secrets.token_urlsafe(32)}"
+from powercontext.services.tokens import api_token_mark_used, token_digest
 
 
 def authenticate(request: Any) -> ApiToken | None:
@@ -41,14 +32,16 @@ def authenticate(request: Any) -> ApiToken | None:
     )
     if token is None:
         raise Unauthorized()
+    api_token_mark_used(token=token)
     return token
 
 
 REVIEW_PERMISSION = "review.review_candidate"
 
 
-def require_reviewer(request: Any) -> Any:
-    """The reviewer behind the request's token. Reviewer actions need one in every mode.
+def require_reviewer(request: Any) -> ApiToken:
+    """The request's token, whose user must be a reviewer. Reviewer actions need one in every
+    mode.
 
     No token: 401. A token whose user lacks the review permission (e.g. a propose-only token):
     403.
@@ -58,4 +51,4 @@ def require_reviewer(request: Any) -> Any:
         raise Unauthorized()
     if not token.user.has_perm(REVIEW_PERMISSION):
         raise Forbidden()
-    return token.user
+    return token

@@ -353,14 +353,18 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     The digest is never displayed. The only write is the "revoke" action.
     """
 
-    list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+    list_display = ("prefix", "name", "user", "scope_list", "created_at", "last_used_at", "revoked_at")
     list_select_related = ("user",)
     list_filter = (RevokedFilter,)
     raw_id_fields = ("user",)
     search_fields = ("prefix__exact", "user__username__exact")
     search_help_text = "Exact token prefix (e.g. pct_AbCd) or username."
-    fields = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")
+    fields = ("prefix", "name", "user", "scope_list", "created_at", "last_used_at", "revoked_at")
     actions = ("revoke_tokens",)
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj: ApiToken) -> str:
+        return ", ".join(obj.scopes) if obj.scopes else "every scope"
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("powercontext.change_apitoken"))

@@ -43,6 +43,22 @@ class Forbidden(PowerContextError):
     default_message = "This token may not perform this operation."
 
 
+class OriginForbidden(Forbidden):
+    code = "origin_forbidden"
+    default_message = "Cross-origin requests to this API are not allowed."
+
+
+class ScopeForbidden(Forbidden):
+    code = "scope_forbidden"
+    default_message = "This token may not access this scope."
+
+
+class UnsupportedMediaType(PowerContextError):
+    status = 415
+    code = "unsupported_media_type"
+    default_message = "The request body must be sent as application/json."
+
+
 class NotFound(PowerContextError):
     status = 404
     code = "not_found"

@@ -222,9 +222,15 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The scope ids this token may read and write; empty: every scope (a token made without
+    # --scope). Checked by ``Operation.call`` on every operation that carries a scope_id.
+    scopes = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"token {self.prefix}… of user #{self.user_id}"
+
+    def allows_scope(self, scope_id: str) -> bool:
+        return not self.scopes or scope_id in self.scopes
 
 
 class MemorySearchDocument(models.Model):

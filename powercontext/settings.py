@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "powercontext",
     "review",
     "context_api",
+    "drf_spectacular_sidecar",  # self-hosted Redoc for /v1/docs
 ]
 
 MIDDLEWARE = [

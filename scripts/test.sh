@@ -41,6 +41,7 @@ env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/da
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" -m pytest "$@"
+run_pass "schemathesis sqlite" env PY="$PY" scripts/schemathesis.sh sqlite
 
 if [ -n "${TEST_POSTGRES_URL:-}" ]; then
   # A postgres:// DATABASE_URL is service mode, which refuses to start without a SECRET_KEY;
@@ -50,6 +51,7 @@ if [ -n "${TEST_POSTGRES_URL:-}" ]; then
     SECRET_KEY="$test_secret_key" \
     POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
     "$PY" -m pytest "$@"
+  run_pass "schemathesis postgresql" env PY="$PY" scripts/schemathesis.sh postgresql
 elif [ "${POWERCONTEXT_TEST_STRICT:-0}" = "1" ]; then
   echo "FAIL: POWERCONTEXT_TEST_STRICT=1 but TEST_POSTGRES_URL is not set" >&2
   exit 1

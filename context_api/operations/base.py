@@ -13,7 +13,7 @@ from typing import Any
 
 from context_api.auth import authenticate, require_reviewer
 from context_api.validation import StrictSerializer, check_strings, validate
-from powercontext.exceptions import InvalidRequest
+from powercontext.exceptions import InvalidRequest, ScopeForbidden
 from powercontext.models import ApiToken
 
 
@@ -36,6 +36,8 @@ class Operation:
     input: type[StrictSerializer]
     handler: Handler
     status: int = 200
+    method: str = "POST"  # GET operations take their payload from the query string
+    headers: tuple[tuple[str, str], ...] = ()
     reviewer: bool = False  # approve / reject / revise: a reviewer token in every mode
     read_only: bool = False
     idempotent: bool = False
@@ -44,8 +46,8 @@ class Operation:
 
     def authorize(self, request: Any) -> Caller:
         if self.reviewer:
-            user = require_reviewer(request)
-            return Caller(token=None, user=user)
+            reviewer = require_reviewer(request)
+            return Caller(token=reviewer, user=reviewer.user)
         token = authenticate(request)
         return Caller(token=token, user=token.user if token is not None else None)
 
@@ -60,7 +62,15 @@ class Operation:
                 }
             )
         check_strings(payload)
-        return self.handler(validate(self.input, payload), caller)
+        data = validate(self.input, payload)
+        # A token made with --scope reaches only those scopes, on every transport.
+        if (
+            caller.token is not None
+            and "scope_id" in data
+            and not caller.token.allows_scope(data["scope_id"])
+        ):
+            raise ScopeForbidden()
+        return self.handler(data, caller)
 
 
 def operation(

@@ -203,17 +203,22 @@ class ChangesInput(StrictSerializer):
 
 @operation("list_memory_changes", "v1/memory/changes", ChangesInput, read_only=True, idempotent=True)
 def list_memory_changes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """List the per-revision changes of the scope's Memory after a revision."""
+    """List the per-revision changes of the scope's Memory after a revision.
+
+    The contract: "positive nonexistent revisions are errors". A positive ``since_revision``
+    beyond the head is 422 ``revision_unknown`` for every scope, including one that has no
+    Memory yet (its head is revision 0); 0 and null are always fine.
+    """
     since = data.get("since_revision")
     head = memory_selectors.memory_head_revision(scope_id=data["scope_id"])
+    if since is not None and since > (head or 0):
+        raise field_error(
+            ["since_revision"], "Must not be greater than the current Memory revision.", "revision_unknown"
+        )
     if head is None:
         return {"memory": None, "revisions": []}
     if since is None:
         since = head - 1  # no lower bound given: the head revision's own changes
-    if since > head:
-        raise field_error(
-            ["since_revision"], "Must not be greater than the current Memory revision.", "revision_unknown"
-        )
     revision, changes = memory_selectors.memory_list_changes(scope_id=data["scope_id"], since_revision=since)
     return {
         "memory": render.memory_ref(revision),

@@ -75,6 +75,21 @@ def _validated_proposal(family: str, proposal: Any) -> dict[str, Any]:
         raise
 
 
+def _plausible_proposal(proposal: Any) -> None:
+    """422 unless the proposal satisfies at least one family's schema (the contract's
+    ``oneOf``). When it fits none, the errors reported are those of the family it came closest
+    to (fewest errors; on a tie, the first family in ``PROPOSAL_FAMILIES`` order)."""
+    failures: list[InvalidRequest] = []
+    for family in PROPOSAL_SERIALIZERS:
+        try:
+            _validated_proposal(family, proposal)
+        except InvalidRequest as exc:
+            failures.append(exc)
+        else:
+            return
+    raise min(failures, key=lambda exc: len((exc.details or {}).get("errors", [])))
+
+
 def _propose_input(spec: families.FamilySpec) -> type[StrictSerializer]:
     fields = {"scope_id": scope_field(), "proposal": PROPOSAL_SERIALIZERS[spec.family]()}
     name = f"Propose{spec.family.value.title()}Input"
@@ -199,7 +214,13 @@ class ReviseCandidateInput(EvidenceInput):
 
 @operation("revise_artifact_candidate", "v1/artifact-candidates/revise", ReviseCandidateInput, reviewer=True)
 def revise_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """Replace a pending candidate's proposal with a complete new version (reviewers only)."""
+    """Replace a pending candidate's proposal with a complete new version (reviewers only).
+
+    The proposal is checked before the candidate is looked up, so a malformed request is 422
+    whether or not the candidate exists (a 404 never hides a schema error): see
+    ``_plausible_proposal``. Then it must fit the candidate's own family (422 otherwise).
+    """
+    _plausible_proposal(data["proposal"])
     family = candidate_selectors.candidate_get(
         scope_id=data["scope_id"], candidate_id=data["candidate_id"]
     ).family
