@@ -146,8 +146,7 @@ def _candidate_context(
 @login_required
 @require_GET
 def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = candidate_selectors.candidate_load(pk)
-    if candidate is None:
+    if (candidate := candidate_selectors.candidate_load(pk)) is None:
         return _not_found(request)
     return render(request, "review/candidate.html", _candidate_context(request, candidate))
 
@@ -329,8 +328,7 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = candidate_selectors.candidate_load(pk)
-    if candidate is None:
+    if (candidate := candidate_selectors.candidate_load(pk)) is None:
         return _not_found(request)
     items = candidate_selectors.history_items(
         candidate.family, candidate_selectors.candidate_versions(candidate)

@@ -132,17 +132,23 @@ def decision_view(decision: ReviewDecision | None) -> DecisionView | None:
 
 
 @dataclass(frozen=True)
-class CandidateSummary:
+class CandidateFacts:
+    """What every view of a candidate shows (queue rows and the candidate page)."""
+
     pk: int
     candidate_id: str
     scope_id: str
     family: str
     status: str
     version: int
-    decision_reason: str | None
-    result: str | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class CandidateSummary(CandidateFacts):
+    decision_reason: str | None
+    result: str | None
     latest: VersionView | None
     decision: DecisionView | None
 
@@ -174,7 +180,7 @@ def candidate_load(pk: int) -> Candidate | None:
 
 
 def candidate_facts(candidate: Candidate) -> dict[str, Any]:
-    """The fields every view of a candidate shows (queue rows and the candidate page)."""
+    """``CandidateFacts`` of one candidate, as keyword arguments."""
     return {
         "pk": candidate.pk,
         "candidate_id": candidate.candidate_id,

@@ -9,14 +9,13 @@ Every page costs a fixed number of queries, whatever the size of the queue: capp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
 
 from powercontext import families
 from review.models import Candidate
-from review.selectors.candidate import candidate_facts
+from review.selectors.candidate import CandidateFacts, candidate_facts
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -63,19 +62,11 @@ def queue_counts() -> QueueCounts:
 
 
 @dataclass(frozen=True)
-class QueueRow:
-    pk: int
-    candidate_id: str
-    scope_id: str
-    family: str
-    status: str
-    version: int
+class QueueRow(CandidateFacts):
     title: str
     subtitle: str
     evidence_count: int
     has_target: bool
-    created_at: datetime
-    updated_at: datetime
 
 
 @dataclass(frozen=True)
