@@ -13,8 +13,6 @@ from rest_framework.views import APIView
 
 from context_api.auth import authenticate
 from context_api.builder import SCHEMA
-from context_api.contract_apis import api_docs as api_docs
-from context_api.contract_apis import openapi_document as openapi_document
 from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
 from context_api.operations import stats as stats_operations

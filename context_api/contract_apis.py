@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import yaml
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 CONTRACT_PATH = Path(__file__).resolve().parent / "contract" / "powercontext.openapi.yaml"
 
@@ -22,15 +24,21 @@ def openapi_json() -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def openapi_document(request: HttpRequest) -> HttpResponse:
-    """``GET /v1/openapi.json``: the wire contract this server implements."""
-    if request.method not in ("GET", "HEAD"):
-        return HttpResponse(status=405, headers={"Allow": "GET, HEAD"})
-    return HttpResponse(openapi_json(), content_type="application/json")
+class _PublicGetView(APIView):
+    """A read-only /v1 page: no authentication; other methods get the JSON 405 envelope and
+    OPTIONS answers like every other /v1 route."""
+
+    authentication_classes = ()
+    permission_classes = ()
 
 
-def api_docs(request: HttpRequest) -> HttpResponse:
-    """``GET /v1/docs``: Redoc over the served document; its script is a local static file."""
-    if request.method not in ("GET", "HEAD"):
-        return HttpResponse(status=405, headers={"Allow": "GET, HEAD"})
-    return render(request, "context_api/docs.html")
+class OpenApiDocumentApi(_PublicGetView):
+    def get(self, request: Request) -> HttpResponse:
+        """``GET /v1/openapi.json``: the wire contract this server implements."""
+        return HttpResponse(openapi_json(), content_type="application/json")
+
+
+class ApiDocsApi(_PublicGetView):
+    def get(self, request: Request) -> HttpResponse:
+        """``GET /v1/docs``: Redoc over the served document; its script is a local static file."""
+        return render(request, "context_api/docs.html")

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from context_api import apis
+from context_api import apis, contract_apis
 from context_api.mcp.views import mcp_endpoint
 from context_api.operations import OPERATIONS
 
@@ -18,8 +18,8 @@ urlpatterns = [
     path("health/ready", apis.ReadinessApi.as_view(), name="get_readiness"),
     path("v1/capabilities", apis.CapabilitiesApi.as_view(), name="get_capabilities"),
     path("v1/stats", apis.get_stats_view, name="get_stats"),
-    path("v1/openapi.json", apis.openapi_document, name="get_openapi"),
-    path("v1/docs", apis.api_docs, name="api_docs"),
+    path("v1/openapi.json", contract_apis.OpenApiDocumentApi.as_view(), name="get_openapi"),
+    path("v1/docs", contract_apis.ApiDocsApi.as_view(), name="api_docs"),
     *(
         path(op.path, apis.OperationApi.as_view(operation=op), name=op.operation_id)
         for op in OPERATIONS.values()

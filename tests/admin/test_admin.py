@@ -14,7 +14,7 @@ from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from context_api.auth import authenticate, token_digest
+from context_api.auth import authenticate
 from powercontext.exceptions import Unauthorized
 from powercontext.models import (
     ApiToken,
@@ -30,7 +30,7 @@ from powercontext.models import (
 )
 from powercontext.services import memory as memory_services
 from powercontext.services.sources import source_capture
-from powercontext.services.tokens import api_token_revoke
+from powercontext.services.tokens import api_token_revoke, token_digest
 from review import services as review_services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import citation_of, make_memory
