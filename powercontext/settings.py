@@ -342,3 +342,24 @@ LOGGING = {
         "django.server": {"handlers": ["console"], "level": "CRITICAL", "propagate": False},
     },
 }
+
+# --- Pipeline: the OpenAI-compatible generator (POWERCONTEXT_GENERATOR=openai) ------------------
+# Any chat-completions endpoint; the key comes from POWERCONTEXT_OPENAI_API_KEY_FILE (preferred)
+# or POWERCONTEXT_OPENAI_API_KEY, and is sent only as the bearer header, never logged.
+POWERCONTEXT_OPENAI_BASE_URL = os.environ.get("POWERCONTEXT_OPENAI_BASE_URL", "").strip().rstrip("/")
+POWERCONTEXT_OPENAI_MODEL = os.environ.get("POWERCONTEXT_OPENAI_MODEL", "").strip()
+_openai_key_file = os.environ.get("POWERCONTEXT_OPENAI_API_KEY_FILE", "").strip()
+POWERCONTEXT_OPENAI_API_KEY = (
+    _read_secret_file(Path(_openai_key_file), "POWERCONTEXT_OPENAI_API_KEY_FILE")
+    if _openai_key_file
+    else os.environ.get("POWERCONTEXT_OPENAI_API_KEY", "").strip()
+)
+_openai_timeout = os.environ.get("POWERCONTEXT_OPENAI_TIMEOUT", "").strip() or "60"
+try:
+    POWERCONTEXT_OPENAI_TIMEOUT = float(_openai_timeout)
+except ValueError:
+    POWERCONTEXT_OPENAI_TIMEOUT = 0.0
+if not 0 < POWERCONTEXT_OPENAI_TIMEOUT <= 3600:
+    raise ImproperlyConfigured(
+        f"POWERCONTEXT_OPENAI_TIMEOUT must be seconds in (0, 3600], got {_openai_timeout!r}"
+    )

@@ -1,0 +1,1 @@
+"""Pipeline generators that live in their own modules (imported lazily by the registry)."""
