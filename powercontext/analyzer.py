@@ -11,6 +11,16 @@ Version 1:
   adjacent pairs inside each CJK run, so Chinese/Japanese queries match without a dictionary;
 - each emoji / pictographic symbol (Unicode category So) is a term of its own;
 - everything else (punctuation, spaces, controls, joiners, variation selectors) separates terms.
+
+Terms are what ``searchable_text`` stores. Index tokens add one step on top (``index_term``,
+index token format 3): a plain ASCII word (``[a-z]+``) is reduced to its Snowball English stem
+(``snowballstemmer``, a maintained pure-Python port of the Snowball algorithms), identically when
+documents are indexed and when queries are analyzed, so "painted", "painting" and "paints" meet.
+Other terms (digits, non-ASCII words, CJK, emoji) are indexed as they are.
+
+Queries also drop ``STOP_WORDS`` (``query_terms``), so a question such as "what did Ann say
+about kayaking" ranks by "ann", "say" and "kayaking", not by its function words. Documents keep
+their stop words: a query made only of stop words still matches them.
 """
 
 from __future__ import annotations
@@ -19,14 +29,34 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
+
+from snowballstemmer import EnglishStemmer
 
 ANALYZER_VERSION = 1
-# The encoding of index tokens (``index_token``). Index rows written with another format are
-# reported by ``verify`` and rewritten by ``rebuild_search_index``; terms themselves are
-# unchanged, so ``searchable_text`` stays valid.
-INDEX_TOKEN_FORMAT = 2
+# The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
+# another format are reported by ``verify`` and rewritten by ``rebuild_search_index``; terms
+# themselves are unchanged, so ``searchable_text`` (stamped with ``ANALYZER_VERSION``) stays
+# valid. 2: scope-keyed tokens; 3: plain ASCII words stemmed (Snowball English).
+INDEX_TOKEN_FORMAT = 3
 MAX_TERM_CHARS = 64
 MAX_QUERY_TERMS = 64
+
+# Dropped from queries only. The classic English function-word list (articles, pronouns,
+# auxiliaries, prepositions, conjunctions, question words) plus the pieces that contractions
+# split into ("what's" -> "what", "s"). Kept small on purpose: content words never belong here.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could d did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just ll m me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own re s same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up ve very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    """.split()
+)
+_STEMMED_TERM = re.compile(r"[a-z]+")
 
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),  # Hangul Jamo
@@ -119,14 +149,36 @@ def analyze(text: str) -> list[str]:
     return terms
 
 
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    # A stemmer object keeps state while it works: one per call (cheap) is thread-safe, and
+    # the cache makes repeated words free.
+    stemmed: str = EnglishStemmer().stemWord(word)
+    return stemmed
+
+
+def index_term(term: str) -> str:
+    """The form a term takes in the index and in queries: plain ASCII words are stemmed."""
+    return _stem(term) if _STEMMED_TERM.fullmatch(term) else term
+
+
+def index_terms(terms: Iterable[str]) -> list[str]:
+    """``index_term`` of every term, in order, duplicates kept (they are term frequency)."""
+    return [index_term(term) for term in terms]
+
+
 def query_terms(text: str) -> list[str]:
-    """Unique terms of a query, in order of first appearance, at most ``MAX_QUERY_TERMS``."""
+    """Unique index terms of a query in order of first appearance, at most ``MAX_QUERY_TERMS``.
+
+    Stop words are dropped unless the query has nothing else (then it searches by them).
+    """
+    terms = analyze(text)
+    content = [term for term in terms if term not in STOP_WORDS]
     seen: dict[str, None] = {}
-    for term in analyze(text):
-        if term not in seen:
-            seen[term] = None
-            if len(seen) >= MAX_QUERY_TERMS:
-                break
+    for term in content or terms:
+        seen.setdefault(index_term(term), None)
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
     return list(seen)
 
 

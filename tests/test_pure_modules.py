@@ -17,13 +17,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+_CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["powercontext"]
 # The one list of pure modules (also read by scripts/typecheck.sh for mypy --strict).
-PURE_MODULES = {
-    path.removesuffix(".py").replace("/", "."): ROOT / path
-    for path in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["powercontext"][
-        "pure-modules"
-    ]
-}
+PURE_MODULES = {path.removesuffix(".py").replace("/", "."): ROOT / path for path in _CONFIG["pure-modules"]}
+# Third-party libraries vetted as pure (deterministic, no I/O), listed next to the modules.
+PURE_DEPENDENCIES = frozenset(_CONFIG["pure-dependencies"])
 
 # Standard-library modules that bring in the clock, randomness, the environment, I/O or logging.
 FORBIDDEN_STDLIB = {
@@ -77,6 +75,8 @@ def violations(source: str, module: str) -> list[str]:
     for name in imported_modules(tree, module):
         top = name.split(".")[0]
         if name in PURE_MODULES or any(name.startswith(pure + ".") for pure in PURE_MODULES):
+            continue
+        if top in PURE_DEPENDENCIES:
             continue
         if top == "django" or top == "rest_framework":
             found.append(f"imports {name} (Django)")
@@ -146,6 +146,7 @@ def test_the_rule_catches_impure_imports(source):
         "from context_api.builder import PreparedContextBuilder",
         "from .builder import PreparedContextBuilder",
         "from powercontext.analyzer import analyze",
+        "from snowballstemmer import EnglishStemmer",
     ],
 )
 def test_the_rule_allows_the_standard_library_and_pure_modules(source):

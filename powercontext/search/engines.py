@@ -19,9 +19,15 @@ MAX_POSITION = 16383
 
 
 def scope_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
-    """Index tokens of ``terms`` within one scope (the scope key makes them scope-private)."""
+    """Index tokens of index terms (``analyzer.index_term``/``query_terms``) within one scope
+    (the scope key makes them scope-private)."""
     key = analyzer.scope_key(scope_id)
     return [analyzer.index_token(key, term) for term in terms]
+
+
+def document_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
+    """Index tokens of a document's analyzer terms (``analyzer.analyze``), in order."""
+    return scope_tokens(scope_id, analyzer.index_terms(terms))
 
 
 class Engine:
@@ -55,7 +61,7 @@ class SqliteEngine(Engine):
     vendor = "sqlite"
 
     def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
-        return " ".join(scope_tokens(scope_id, terms))
+        return " ".join(document_tokens(scope_id, terms))
 
     def top_sql(self, index: Index) -> str:
         # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
@@ -90,7 +96,7 @@ class PostgresEngine(Engine):
 
     def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
         positions: dict[str, list[int]] = {}
-        for index, token in enumerate(scope_tokens(scope_id, terms), start=1):
+        for index, token in enumerate(document_tokens(scope_id, terms), start=1):
             slots = positions.setdefault(token, [])
             if len(slots) < MAX_POSITIONS_PER_LEXEME:
                 slots.append(min(index, MAX_POSITION))

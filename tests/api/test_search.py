@@ -101,6 +101,33 @@ def test_any_matching_term_is_enough_and_more_terms_rank_first(api: Any) -> None
     assert all(0.0 <= s <= 1.0 for s in scores)
 
 
+def test_inflected_english_words_match_their_stem(api: Any) -> None:
+    make_memory(api, SCOPE, "Ann painted a sunrise over the lake", *FILLER)
+
+    assert hit_texts(api, "paintings") == ["Ann painted a sunrise over the lake"]
+    assert hit_texts(api, "PAINTS") == ["Ann painted a sunrise over the lake"]
+
+
+def test_a_question_ranks_by_its_content_words_not_its_stop_words(api: Any) -> None:
+    make_memory(
+        api,
+        SCOPE,
+        "what did you do about it and what was it for",
+        "what was that about",
+        "Bob went kayaking on the lake",
+    )
+
+    hits = hit_texts(api, "What did Bob do about kayaking?")
+
+    assert hits == ["Bob went kayaking on the lake"]
+
+
+def test_a_query_of_only_stop_words_still_matches_them(api: Any) -> None:
+    make_memory(api, SCOPE, "what was that about", *FILLER)
+
+    assert hit_texts(api, "What was that?")[0] == "what was that about"
+
+
 def test_matching_is_by_whole_words(api: Any) -> None:
     make_memory(api, SCOPE, "configuration lives in settings", *FILLER)
 

@@ -96,6 +96,31 @@ def test_verify_detects_a_corrupted_row_and_repair_restores_it() -> None:
 
 
 @pytest.mark.django_db
+def test_rows_of_the_previous_token_format_are_reported_and_a_rebuild_makes_them_searchable() -> None:
+    make_memory("alpha", "Ann painted a sunrise")
+    # Token format 2 indexed words unstemmed: what an index from before the upgrade holds.
+    unstemmed = search.engines.scope_tokens("alpha", ["ann", "painted", "a", "sunrise"])
+    if connection.vendor == "postgresql":
+        old_terms = " ".join(f"{token}:{n}" for n, token in enumerate(unstemmed, start=1))
+    else:
+        old_terms = " ".join(unstemmed)
+    MemorySearchDocument.objects.filter(scope_id="alpha").update(terms=old_terms)
+    if connection.vendor == "sqlite":
+        search.engine().repair_engine(search.MEMORY_INDEX)
+    assert memory_search(scope_id="alpha", query="paintings", limit=5).hits == []
+
+    report = search.verify_index(scope_id="alpha")
+    assert report.mismatched == 1 and not report.ok
+
+    call_command("rebuild_search_index", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+
+    assert search.verify_index().ok
+    assert [h.text for h in memory_search(scope_id="alpha", query="paintings", limit=5).hits] == [
+        "Ann painted a sunrise"
+    ]
+
+
+@pytest.mark.django_db
 def test_verify_detects_missing_and_extra_rows() -> None:
     seed_history()
     MemorySearchDocument.objects.filter(scope_id="Alpha").order_by("pk").first().delete()
