@@ -19,6 +19,7 @@ from context_api.operations import stats as stats_operations
 from context_api.operations.memory import SUPPORTED_SEARCH_MODES
 from context_api.validation import parse_json_object, read_body
 from powercontext.families import Family
+from powercontext.pipeline import generators
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
 
 
@@ -114,8 +115,10 @@ class CapabilitiesApi(APIView):
             {
                 "source_types": [CONTENT_SOURCE_TYPE],
                 "artifact_families": [family.value for family in Family],
-                "memory_extraction": False,
-                "experience_generation": False,
+                # The background pipeline extracts Memory and proposes Experience candidates
+                # unless its generator is off.
+                "memory_extraction": generators.enabled(),
+                "experience_generation": generators.enabled(),
                 "managed_skill_generation": False,
                 "external_skill_registry": False,
                 "handoff_generation": False,

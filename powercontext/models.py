@@ -268,3 +268,22 @@ class ExperienceSearchDocument(models.Model):
 
     def __str__(self) -> str:
         return f"experience search document #{self.pk}"
+
+
+# The background pipeline's tables live in their own module; importing them here registers them
+# in this app (migrations, admin).
+from powercontext.pipeline.models import (  # noqa: E402
+    PipelineCounter as PipelineCounter,
+)
+from powercontext.pipeline.models import (  # noqa: E402
+    PipelineJob as PipelineJob,
+)
+from powercontext.pipeline.models import (  # noqa: E402
+    PipelineOutput as PipelineOutput,
+)
+from powercontext.pipeline.models import (  # noqa: E402
+    PipelineScopeJob as PipelineScopeJob,
+)
+from powercontext.pipeline.models import (  # noqa: E402
+    PipelineSelection as PipelineSelection,
+)

@@ -166,6 +166,13 @@ AWS_SECRET_KEY = PatternDetector(
     ),
 )
 
+# OpenAI-style API keys (sk-, sk-proj-, sk-svcacct-, sk-admin-): the library's detector only knows
+# the older sk-...T3BlbkFJ... shape.
+OPENAI_KEY = PatternDetector(
+    "openai_key",
+    re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+)
+
 BEARER_TOKEN = PatternDetector(
     "bearer_token",
     re.compile(r"(?i)\b(?:bearer|token)\s+(?P<secret>[A-Za-z0-9._~+/=-]{16,})"),
@@ -266,5 +273,6 @@ STRUCTURAL_DETECTORS: tuple[Detector, ...] = (
     GITHUB_TOKEN,
     AWS_SECRET_KEY,
     URL_PASSWORD,
+    OPENAI_KEY,
     BEARER_TOKEN,
 )

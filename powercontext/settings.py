@@ -289,6 +289,37 @@ CELERY_TASK_TIME_LIMIT = int(os.environ.get("CELERY_TASK_TIME_LIMIT", "3600"))
 CELERY_TASK_SOFT_TIME_LIMIT = int(os.environ.get("CELERY_TASK_SOFT_TIME_LIMIT", "3300"))
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
+# --- Background pipeline ----------------------------------------------------------------------
+# Captured sessions become Memory and pending Experience candidates (README "Background pipeline").
+# POWERCONTEXT_GENERATOR: rules (deterministic, offline; the default), openai, or off.
+POWERCONTEXT_GENERATOR = os.environ.get("POWERCONTEXT_GENERATOR", "rules").strip() or "rules"
+if POWERCONTEXT_GENERATOR not in {"rules", "openai", "off"}:
+    raise ImproperlyConfigured(
+        f"POWERCONTEXT_GENERATOR must be rules, openai or off, got {POWERCONTEXT_GENERATOR!r}"
+    )
+POWERCONTEXT_PIPELINE = {
+    "idle_seconds": _env_int("POWERCONTEXT_PIPELINE_IDLE_SECONDS", 1800),
+    "max_age_days": _env_int("POWERCONTEXT_PIPELINE_MAX_AGE_DAYS", 30, minimum=1),
+    "lease_seconds": _env_int("POWERCONTEXT_PIPELINE_LEASE_SECONDS", 600, minimum=1),
+    "backoff_seconds": _env_int("POWERCONTEXT_PIPELINE_BACKOFF_SECONDS", 60),
+    "run_cap": _env_int("POWERCONTEXT_PIPELINE_RUN_CAP", 200, minimum=1),
+    "running_cap": _env_int("POWERCONTEXT_PIPELINE_RUNNING_CAP", 32, minimum=1),
+    "projection_bytes": _env_int("POWERCONTEXT_PIPELINE_PROJECTION_BYTES", 65536, minimum=1024),
+    "cooldown_seconds": _env_int("POWERCONTEXT_PIPELINE_COOLDOWN_SECONDS", 600),
+    "selection_cap": _env_int("POWERCONTEXT_PIPELINE_SELECTION_CAP", 1000, minimum=1),
+    "retention_days": _env_int("POWERCONTEXT_PIPELINE_RETENTION_DAYS", 90, minimum=1),
+    "polluted_origins": _env_list("POWERCONTEXT_PIPELINE_POLLUTED_ORIGINS", []),
+    "excluded_scopes": _env_list("POWERCONTEXT_PIPELINE_EXCLUDED_SCOPES", []),
+}
+# Celery beat (service mode): how often the pipeline scan runs.
+POWERCONTEXT_PIPELINE_SCAN_SECONDS = _env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "pipeline-scan": {
+        "task": "powercontext.pipeline_scan",
+        "schedule": float(POWERCONTEXT_PIPELINE_SCAN_SECONDS),
+    }
+}
+
 # --- Secret key -----------------------------------------------------------------------------
 # Service mode (PostgreSQL or a Celery broker) runs several processes that must share one key,
 # so it has to be configured: SECRET_KEY, or SECRET_KEY_FILE naming a file that holds it.

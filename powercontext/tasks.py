@@ -1,4 +1,4 @@
-"""Celery tasks: thin, idempotent wrappers around the search index services.
+"""Celery tasks: thin, idempotent wrappers around the search index and pipeline services.
 
 They take plain values, re-read authoritative rows, and return counts only (never scope ids,
 entry ids or text), so a result backend or a worker log cannot leak content.
@@ -12,6 +12,7 @@ from celery import shared_task
 from django.db import OperationalError
 
 from powercontext import search
+from powercontext.pipeline import runner
 
 # Idempotent work: redelivered after a worker crash, retried with backoff while the database is down.
 TASK_OPTIONS: dict[str, Any] = {
@@ -33,3 +34,43 @@ def rebuild_search_index(scope_id: str | None = None) -> dict[str, Any]:
 def verify_search_index(scope_id: str | None = None, repair: bool = False) -> dict[str, Any]:
     """Report drift between the index and authoritative rows; rebuild drifted scopes on request."""
     return search.verify_index(scope_id=scope_id, repair=repair).as_dict()
+
+
+# --- the background pipeline ------------------------------------------------------------------
+# Scheduled by beat (CELERY_BEAT_SCHEDULE); each job re-reads its rows, and the claim decides
+# whether it runs, so a redelivered or duplicated message is harmless.
+
+
+@shared_task(name="powercontext.pipeline_scan", **TASK_OPTIONS)
+def pipeline_scan() -> dict[str, Any]:
+    """Enqueue Phase 1 for every eligible session and Phase 2 for every scope with pipeline state."""
+    plan = runner.scan()
+    for scope_id, session in plan.phase1:
+        pipeline_phase1.delay(scope_id, session.session_id)
+    for scope_id in plan.phase2:
+        pipeline_phase2.delay(scope_id)
+    return {"phase1": len(plan.phase1), "phase2": len(plan.phase2)}
+
+
+@shared_task(name="powercontext.pipeline_phase1", **TASK_OPTIONS)
+def pipeline_phase1(scope_id: str, session_id: str) -> dict[str, Any]:
+    """One Phase 1 job; when it changed an output, Phase 2 of the scope follows (after commit)."""
+    committed = runner.phase1_run(scope_id=scope_id, session_id=session_id)
+    if committed is not None and committed.phase2:
+        pipeline_phase2.delay(scope_id)
+    return {"outcome": committed.outcome if committed is not None else "not_claimed"}
+
+
+@shared_task(name="powercontext.pipeline_phase2", **TASK_OPTIONS)
+def pipeline_phase2(scope_id: str) -> dict[str, Any]:
+    """One Phase 2 job of a scope (skipped while another holds the lease or the cooldown runs)."""
+    done = runner.phase2_run(scope_id=scope_id)
+    if done is None:
+        return {"ran": False}
+    return {
+        "ran": not done.lost,
+        "remembered": done.remembered,
+        "retired": done.retired,
+        "proposed": done.proposed,
+        "rejected": done.rejected,
+    }

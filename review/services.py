@@ -121,6 +121,22 @@ def candidate_propose(
     Raises ``InvalidRequest`` for missing evidence or a bad target, ``ArtifactConflict`` when the
     target is not the latest revision of its Artifact.
     """
+    return candidate_propose_within(
+        scope_id=scope_id, family=family, submission=submission, proposed_by=proposed_by
+    )
+
+
+def _require_transaction() -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise InvariantFailure("this review write must run inside the caller's transaction")
+
+
+def candidate_propose_within(
+    *, scope_id: str, family: str, submission: Submission, proposed_by: User | None = None
+) -> Candidate:
+    """``candidate_propose`` inside the caller's transaction (asserted): for a writer that
+    records what it proposed in the same unit of work (the pipeline's Phase 2)."""
+    _require_transaction()
     _check_evidence(scope_id, family, submission)
     candidate = Candidate.objects.create(
         scope_id=scope_id, candidate_id=f"cand_{uuid.uuid4().hex}", family=family, version=1
@@ -253,5 +269,19 @@ def candidate_reject(
     *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
 ) -> Candidate:
     """Move the exact pending version to the terminal ``rejected`` state. Writes no Artifact."""
+    return candidate_reject_within(
+        scope_id=scope_id,
+        candidate_id=candidate_id,
+        expected_version=expected_version,
+        reason=reason,
+        reviewer=reviewer,
+    )
+
+
+def candidate_reject_within(
+    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
+) -> Candidate:
+    """``candidate_reject`` inside the caller's transaction (asserted)."""
+    _require_transaction()
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     return _decide(candidate, expected_version, ReviewDecision.Decision.REJECTED, reviewer, reason=reason)

@@ -1,11 +1,12 @@
 """The MCP tool projection of the operation table.
 
 Every contract operation is a tool of the same name, except ``prepare_context`` (RFC 0028: the
-prepared context is delivered by the provider hook before the turn, never chosen by the model)
-and the reviewer decisions (approve / reject / revise a candidate: a human decides in the Review
-Inbox, never an agent through MCP). A call authorizes and runs the operation exactly as the REST
-view does (``Operation.authorize`` then ``Operation.call``); any error the REST API would answer
-with an envelope becomes a tool result with ``isError`` and that envelope as structured content.
+prepared context is delivered by the provider hook before the turn, never chosen by the model),
+the reviewer decisions (approve / reject / revise a candidate: a human decides in the Review
+Inbox, never an agent through MCP) and ``flush_memory`` (an operator control that runs the
+background pipeline). A call authorizes and runs the operation exactly as the REST view does
+(``Operation.authorize`` then ``Operation.call``); any error the REST API would answer with an
+envelope becomes a tool result with ``isError`` and that envelope as structured content.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from context_api.errors import error_parts
 from context_api.mcp import schema
 from context_api.operations import OPERATIONS, Operation
 
-# Never tools, whatever the operation table grows into.
-EXCLUDED = frozenset({"prepare_context"})
+# Never tools, whatever the operation table grows into. ``flush_memory`` is an operator control
+# (it runs the background pipeline, possibly calling a model provider), not an agent's tool.
+EXCLUDED = frozenset({"prepare_context", "flush_memory"})
 
 
 def _exposed(op: Operation) -> bool:

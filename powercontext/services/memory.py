@@ -81,13 +81,20 @@ def _change(
 
 @transaction.atomic(durable=True)
 def memory_remember(
-    *, scope_id: str, kind: str, text: str, reason: str | None = None, expected_revision: int | None = None
+    *,
+    scope_id: str,
+    kind: str,
+    text: str,
+    reason: str | None = None,
+    expected_revision: int | None = None,
+    source_refs: list[dict[str, str]] | None = None,
 ) -> MemoryMutation:
     """Add one entry as the next Memory revision of the scope.
 
     ``text`` must already be normalized (NFC, stripped, non-blank, <= 8192 UTF-8 bytes).
     Raises ``RevisionConflict`` when ``expected_revision`` is given and is not the current head
-    revision (0 heads: any expected revision conflicts).
+    revision (0 heads: any expected revision conflicts). ``source_refs`` are the exact source
+    references (``{"name", "source_id"}``) the entry version keeps as its provenance.
     """
     head = _lock_head(scope_id, create=True)
     if head is None:  # pragma: no cover - the insert above guarantees the row
@@ -97,23 +104,45 @@ def memory_remember(
             details={"expected_revision": expected_revision, "current_revision": head.current_revision}
         )
     digest = content_digest(kind, text)
-    # Versions with this content (almost always none) first, by their own index; only then
-    # whether one of them is active in the head. Costs O(1), whatever the size of the head.
+    if _active_duplicate(scope_id, digest):
+        # Remembering what the head already holds is a successful no-op: no revision, no entry.
+        return MemoryMutation(revision=head.current_revision, entry=None)
+    new = head.current_revision + 1
+    membership, entry, version = _add_entry(scope_id, kind, text, digest, reason, source_refs or [], new)
+    committed = _commit_revision(
+        head, [_change("add", entry.entry_id, None, version.entry_version_id, reason)]
+    )
+    return MemoryMutation(revision=committed, entry=entry_view(membership, version, entry, committed))
+
+
+def _active_duplicate(scope_id: str, digest: str) -> bool:
+    """Whether the head holds an active entry with this content.
+
+    Versions with this content (almost always none) first, by their own index; only then
+    whether one of them is active in the head. Costs O(1), whatever the size of the head.
+    """
     same_content = list(
         MemoryEntryVersion.objects.filter(scope_id=scope_id, content_sha256=digest).values_list(
             "pk", flat=True
         )
     )
-    duplicate = (
-        bool(same_content)
-        and MemoryMembership.objects.filter(
+    return bool(same_content) and (
+        MemoryMembership.objects.filter(
             entry_version_id__in=same_content, to_revision__isnull=True, state=MemoryMembership.State.ACTIVE
         ).exists()
     )
-    if duplicate:
-        # Remembering what the head already holds is a successful no-op: no revision, no entry.
-        return MemoryMutation(revision=head.current_revision, entry=None)
-    new = head.current_revision + 1
+
+
+def _add_entry(
+    scope_id: str,
+    kind: str,
+    text: str,
+    digest: str,
+    reason: str | None,
+    source_refs: list[dict[str, str]],
+    new: int,
+) -> tuple[MemoryMembership, MemoryEntry, MemoryEntryVersion]:
+    """Insert a new entry, its first version and its open membership at revision ``new``."""
     entry = MemoryEntry.objects.create(scope_id=scope_id, entry_id=_new_id("mem_ent"), created_revision=new)
     version = MemoryEntryVersion.objects.create(
         entry=entry,
@@ -124,6 +153,7 @@ def memory_remember(
         text=text,
         content_sha256=digest,
         reason=reason,
+        source_refs=source_refs,
         created_revision=new,
     )
     membership = MemoryMembership.objects.create(
@@ -134,10 +164,7 @@ def memory_remember(
         from_revision=new,
     )
     search.index_memberships([(membership, text)])
-    committed = _commit_revision(
-        head, [_change("add", entry.entry_id, None, version.entry_version_id, reason)]
-    )
-    return MemoryMutation(revision=committed, entry=entry_view(membership, version, entry, committed))
+    return membership, entry, version
 
 
 def _locked_membership(scope_id: str, citation: Citation) -> tuple[Artifact, MemoryMembership]:
@@ -259,3 +286,78 @@ def memory_retire(*, scope_id: str, citation: Citation, reason: str | None = Non
         [_change("deactivate", membership.entry.entry_id, version.entry_version_id, None, reason)],
     )
     return MemoryMutation(revision=committed, entry=entry_view(opened, version, membership.entry, committed))
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """One entry to remember in a multi-change revision (``key`` is the caller's own label)."""
+
+    key: str
+    kind: str
+    text: str
+    source_refs: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class MemoryBatch:
+    """The head after a multi-change write, the entry id each new key got (None: the head
+    already held that content, nothing was added for it) and the entries actually retired."""
+
+    revision: int | None
+    added: dict[str, str | None]
+    retired: list[str]
+
+
+def memory_apply_changes(
+    *, scope_id: str, remember: list[NewEntry], retire_entry_ids: list[str], reason: str | None = None
+) -> MemoryBatch:
+    """Remember several entries and retire several active entries as ONE Memory revision.
+
+    Runs inside the caller's transaction (asserted), so a caller that records what it wrote
+    (the pipeline's Phase 2) commits both or neither. Content the head already holds is
+    skipped; unknown or already inactive entries are skipped; nothing left: no revision.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise InvariantFailure("memory_apply_changes must run inside the caller's transaction")
+    head = _lock_head(scope_id, create=bool(remember))
+    if head is None:
+        return MemoryBatch(revision=None, added={}, retired=[])
+    new = head.current_revision + 1
+    changes: list[dict[str, str | None]] = []
+    added: dict[str, str | None] = {}
+    seen: set[str] = set()
+    for item in remember:
+        digest = content_digest(item.kind, item.text)
+        if digest in seen or _active_duplicate(scope_id, digest):
+            added[item.key] = None
+            continue
+        seen.add(digest)
+        _, entry, version = _add_entry(scope_id, item.kind, item.text, digest, reason, item.source_refs, new)
+        added[item.key] = entry.entry_id
+        changes.append(_change("add", entry.entry_id, None, version.entry_version_id, reason))
+    open_active = (
+        MemoryMembership.objects.filter(
+            scope_id=scope_id,
+            entry__entry_id__in=sorted(set(retire_entry_ids)),
+            to_revision__isnull=True,
+            state=MemoryMembership.State.ACTIVE,
+        )
+        .select_related("entry", "entry_version")
+        .order_by("entry__entry_id")
+    )
+    retired: list[str] = []
+    for membership in open_active:
+        _replace_membership(membership, membership.entry_version, MemoryMembership.State.INACTIVE, new)
+        retired.append(membership.entry.entry_id)
+        changes.append(
+            _change(
+                "deactivate",
+                membership.entry.entry_id,
+                membership.entry_version.entry_version_id,
+                None,
+                reason,
+            )
+        )
+    if not changes:
+        return MemoryBatch(revision=head.current_revision or None, added=added, retired=[])
+    return MemoryBatch(revision=_commit_revision(head, changes), added=added, retired=retired)

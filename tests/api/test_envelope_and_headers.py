@@ -242,8 +242,9 @@ def test_capabilities_describe_exactly_this_server(api: Any) -> None:
     families = body.pop("artifact_families")
     assert body == {
         "source_types": ["content"],
-        "memory_extraction": False,
-        "experience_generation": False,
+        # The default generator (rules) extracts Memory and proposes Experience candidates.
+        "memory_extraction": True,
+        "experience_generation": True,
         "managed_skill_generation": False,
         "external_skill_registry": False,
         "handoff_generation": False,
@@ -253,6 +254,14 @@ def test_capabilities_describe_exactly_this_server(api: Any) -> None:
     assert "memory" in families
     assert all(isinstance(f, str) for f in families)
     assert "handoff" not in families  # handoff_generation is false and no handoff operation exists
+
+
+def test_capabilities_say_when_the_pipeline_is_off(api: Any, settings: Any) -> None:
+    settings.POWERCONTEXT_GENERATOR = "off"
+
+    body = ok(api.get("/v1/capabilities"))
+
+    assert body["memory_extraction"] is False and body["experience_generation"] is False
 
 
 def test_responses_are_json(api: Any) -> None:

@@ -64,6 +64,7 @@ def _body(op: str, scope_id: str) -> dict[str, Any]:
         "reject_artifact_candidate": {**candidate, "reason": "no"},
         "revise_artifact_candidate": {**candidate, "proposal": experience_proposal(), **evidence},
         "get_stats": {},
+        "flush_memory": {},
     }
     return {"scope_id": scope_id, **bodies[op]}
 
@@ -73,7 +74,7 @@ SCOPED_OPERATIONS = sorted(op for op in OPERATIONS if "scope_id" in OPERATIONS[o
 
 
 def test_every_scoped_operation_is_covered() -> None:
-    assert len(SCOPED_OPERATIONS) == 19
+    assert len(SCOPED_OPERATIONS) == 20
 
 
 def _send(api: Any, op: str, scope_id: str) -> Any:

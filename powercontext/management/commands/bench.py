@@ -33,7 +33,12 @@ class Command(BaseCommand):
         parser.add_argument("--samples", type=int, default=200, help="timed operations per measurement")
         parser.add_argument("--json", dest="json_path", help="also write results to this file")
         parser.add_argument(
-            "--sections", default="store,builder,review", help="comma-separated: store, builder, review"
+            "--sections",
+            default="store,builder,review,pipeline",
+            help="comma-separated: store, builder, review, pipeline",
+        )
+        parser.add_argument(
+            "--pipeline-sessions", type=int, default=1000, help="captured sessions for the pipeline section"
         )
         parser.add_argument(
             "--experiences", type=int, default=10000, help="approved Experiences for the review section"
@@ -53,6 +58,12 @@ class Command(BaseCommand):
             from powercontext.management.bench.sections import bench_review
 
             results["review"] = bench_review(options["samples"], options["experiences"], self.stdout.write)
+        if "pipeline" in sections:
+            from powercontext.management.bench.pipeline import bench_pipeline
+
+            results["pipeline"] = bench_pipeline(
+                options["pipeline_sessions"], options["samples"], self.stdout.write
+            )
         results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         self.stdout.write(json.dumps(results, indent=2))
         if options["json_path"]:

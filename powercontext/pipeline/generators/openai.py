@@ -241,3 +241,8 @@ def _usage(envelope: object) -> dict[str, int]:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             found[ours] = value
     return found
+
+
+def create_generator() -> OpenAIGenerator:
+    """The registry's factory: a generator configured from the POWERCONTEXT_OPENAI_* settings."""
+    return OpenAIGenerator()

@@ -1,0 +1,54 @@
+"""Run one pass of the background pipeline in this process (the embedded default's scheduler)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from powercontext.pipeline import generators, runner
+
+
+class Command(BaseCommand):
+    help = (
+        "Run one pipeline pass: Phase 1 over the eligible sessions (all scopes, or --scope), then "
+        "Phase 2 for every scope with pipeline state. Prints outcome counts only."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--scope", dest="scope_id", help="one scope only (case-sensitive)")
+        parser.add_argument(
+            "--ignore-idle", action="store_true", help="also take sessions that are not idle yet"
+        )
+        parser.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        scope_id = options["scope_id"]
+        if scope_id is not None and not scope_id.strip():
+            raise CommandError("--scope must not be blank")
+        if not generators.enabled():
+            self.stdout.write("the pipeline is off (POWERCONTEXT_GENERATOR=off)")
+            return
+        with tqdm(
+            unit="sessions", desc="pipeline", disable=options["no_progress"], file=self.stderr._out
+        ) as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            report = runner.run_pass(scope_id=scope_id, ignore_idle=options["ignore_idle"], progress=progress)
+        phase2 = [m for m in report.phase2.values() if m is not None and not m.lost]
+        summary = {
+            "sessions": dict(sorted(report.outcomes.items())),
+            "processed_sources": report.processed_sources,
+            "scopes_materialized": len(phase2),
+            "remembered": sum(m.remembered for m in phase2),
+            "retired": sum(m.retired for m in phase2),
+            "proposed": sum(m.proposed for m in phase2),
+            "duplicates_skipped": sum(m.duplicates for m in phase2),
+            "rejected": sum(m.rejected for m in phase2),
+        }
+        self.stdout.write(json.dumps(summary, sort_keys=True))
