@@ -4,21 +4,27 @@ Every page needs a logged-in user. Reviewers (``review.review_candidate``) may a
 revise; other users get the same pages read-only, and their POSTs are 403. Writes go through
 ``review.services`` only, each guarded by the hidden ``expected_version`` (compare-and-swap); a
 stale or terminal candidate, or a target that moved on, renders the conflict page (409) with the
-current version, never a 500. Successful POSTs redirect (POST/redirect/GET).
+current version, never a 500. Every POST redirects (POST/redirect/GET): on success to the next
+candidate, on a form error back to the page of the form, which shows the errors and the posted
+text once (they travel in the session), so a reload never resubmits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from powercontext.exceptions import (
     ArtifactConflict,
@@ -67,6 +73,63 @@ def _candidate_url(pk: int, qs: str = "") -> str:
     return _with_qs(reverse("review:candidate", args=[pk]), qs)
 
 
+def action_login_required(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """``login_required`` for the POST-only action URLs of one candidate: after logging in, the
+    reviewer lands on the candidate page (where the browser restores the draft), not on an action
+    URL that a GET cannot answer."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, pk: int) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(_candidate_url(pk, _filterset(request).querystring()))
+        return view(request, pk)
+
+    return wrapped
+
+
+# --- form errors survive a redirect (POST/redirect/GET) ---------------------------------------
+
+
+def _stash_key(pk: int) -> str:
+    return f"review:form:{pk}"
+
+
+def _stash_form(request: HttpRequest, pk: int, kind: str, form: forms.Form) -> None:
+    """Keep a failed form's posted values and errors for the page it is shown on."""
+    request.session[_stash_key(pk)] = {
+        "kind": kind,
+        "data": {k: v for k, v in request.POST.items() if k != "csrfmiddlewaretoken"},
+        "errors": [
+            [None if name == NON_FIELD_ERRORS else name, str(message)]
+            for name, errors in form.errors.items()
+            for message in errors
+        ],
+    }
+
+
+def _unstash_form(request: HttpRequest, pk: int, kind: str, form_class: type[forms.Form]) -> Any:
+    """The failed form of ``kind`` kept for this candidate (bound, with its errors), once."""
+    stash = request.session.get(_stash_key(pk))
+    if not isinstance(stash, dict) or stash.get("kind") != kind:
+        return None
+    del request.session[_stash_key(pk)]
+    form = form_class(stash.get("data") or {})
+    form.is_valid()
+    for name, message in stash.get("errors") or []:
+        if message not in form.errors.get(name or NON_FIELD_ERRORS, []):
+            form.add_error(name if name in form.fields else None, message)
+    return form
+
+
+def _redirect_to_form(request: HttpRequest, pk: int, kind: str, form: forms.Form, url: str) -> HttpResponse:
+    _stash_form(request, pk, kind, form)
+    response = HttpResponseRedirect(url)
+    response.status_code = 303  # See Other: the browser GETs the page of the form
+    return response
+
+
 def _forbidden(request: HttpRequest) -> HttpResponse:
     return render(request, "review/forbidden.html", {"can_review": False}, status=403)
 
@@ -79,7 +142,7 @@ def _not_found(request: HttpRequest) -> HttpResponse:
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     filterset = _filterset(request)
-    status = filterset.status_value
+    status = filterset.status_value if filterset.is_valid() else ""
     if filterset.is_valid():
         rows = filterset.qs
         page = queue_selectors.queue_page(
@@ -128,9 +191,14 @@ def _candidate_context(
     evidence = None
     if summary.latest is not None:
         evidence = evidence_selectors.evidence_resolve(
-            scope_id=candidate.scope_id, family=candidate.family, version=summary.latest
+            scope_id=candidate.scope_id,
+            family=candidate.family,
+            version=summary.latest,
+            status=candidate.status,
         )
     initial = {"expected_version": candidate.version}
+    approve_form = approve_form or _unstash_form(request, candidate.pk, "approve", ApproveForm)
+    reject_form = reject_form or _unstash_form(request, candidate.pk, "reject", RejectForm)
     return {
         "candidate": summary,
         "evidence": evidence,
@@ -212,7 +280,10 @@ def _decide(
     decide: Callable[[Candidate, dict[str, Any]], str],
 ) -> HttpResponse:
     """Approve and reject: load, validate the form, call the service, then go on to the next
-    candidate (or show the form's errors with 422, or the 409 conflict page)."""
+    candidate (or back to the candidate page with the form's errors, or the 409 conflict page).
+    A GET (a stale bookmark, a log-in's ``next``) goes to the candidate page."""
+    if request.method == "GET":
+        return HttpResponseRedirect(_candidate_url(pk, _filterset(request).querystring()))
     if not _can_review(request):
         return _forbidden(request)
     candidate = candidate_selectors.candidate_load(pk)
@@ -230,17 +301,12 @@ def _decide(
         else:
             messages.success(request, message)
             return _after_decision(request, pk)
-    context = _candidate_context(
-        request,
-        candidate,
-        approve_form=form if isinstance(form, ApproveForm) else None,
-        reject_form=form if isinstance(form, RejectForm) else None,
-    )
-    return render(request, "review/candidate.html", context, status=422)
+    url = _candidate_url(pk, _filterset(request).querystring())
+    return _redirect_to_form(request, pk, action, form, url)
 
 
-@login_required
-@require_POST
+@action_login_required
+@require_http_methods(["GET", "POST"])
 def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
     def approve(candidate: Candidate, data: dict[str, Any]) -> str:
         approved = services.candidate_approve(
@@ -258,8 +324,8 @@ def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
     return _decide(request, pk, action="approve", form_class=ApproveForm, decide=approve)
 
 
-@login_required
-@require_POST
+@action_login_required
+@require_http_methods(["GET", "POST"])
 def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
     def reject(candidate: Candidate, data: dict[str, Any]) -> str:
         services.candidate_reject(
@@ -295,11 +361,11 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
             expected_version=posted,
         )
     if request.method == "GET":
-        form = form_class(initial=form_class.initial_from(candidate.version, summary.latest))
-        status = 200
+        form = _unstash_form(request, pk, "revise", form_class) or form_class(
+            initial=form_class.initial_from(candidate.version, summary.latest)
+        )
     else:
         form = form_class(request.POST)
-        status = 422
         if form.is_valid():
             expected = form.cleaned_data["expected_version"]
             try:
@@ -317,11 +383,13 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
             else:
                 messages.success(request, f"Saved version {revised.version} of candidate #{pk}.")
                 return HttpResponseRedirect(_candidate_url(pk, qs))
+        return _redirect_to_form(
+            request, pk, "revise", form, _with_qs(reverse("review:revise", args=[pk]), qs)
+        )
     return render(
         request,
         "review/revise.html",
         {"candidate": summary, "form": form, "filter_qs": qs, "can_review": True},
-        status=status,
     )
 
 
