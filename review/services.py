@@ -255,3 +255,69 @@ def candidate_reject(
     """Move the exact pending version to the terminal ``rejected`` state. Writes no Artifact."""
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     return _decide(candidate, expected_version, ReviewDecision.Decision.REJECTED, reviewer, reason=reason)
+
+
+# --- bulk decisions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What became of one item of a bulk decision: ``decided`` (approved or rejected as asked),
+    or ``conflict`` with the error code (stale version, already decided, target moved on), or
+    ``not_found``."""
+
+    pk: int
+    expected_version: int
+    outcome: str
+    code: str | None = None
+
+
+def candidates_decide_bulk(
+    *, items: list[tuple[int, int]], decision: str, reason: str | None, reviewer: User
+) -> list[BulkOutcome]:
+    """Approve or reject each ``(candidate pk, expected_version)``, in order, each in its OWN
+    transaction through ``candidate_approve`` / ``candidate_reject`` (so one conflict never
+    undoes the others, and every item gets the same checks as a single decision).
+
+    Not atomic as a whole, by design: it opens no transaction itself (each call is durable).
+    ``decision`` is ``approved`` or ``rejected``; a rejection needs ``reason``. Raises
+    ``InvalidRequest`` for a bad decision or a missing reason, before deciding anything.
+    """
+    if decision not in (ReviewDecision.Decision.APPROVED, ReviewDecision.Decision.REJECTED):
+        raise _invalid(["decision"], "The decision must be approved or rejected.")
+    if decision == ReviewDecision.Decision.REJECTED and not (reason or "").strip():
+        raise _invalid(["reason"], "A reason is required to reject.")
+    unique = list(dict.fromkeys(items))
+    identities = dict(
+        (pk, (scope_id, candidate_id))
+        for pk, scope_id, candidate_id in Candidate.objects.filter(
+            pk__in=[pk for pk, _ in unique]
+        ).values_list("pk", "scope_id", "candidate_id")
+    )
+    outcomes: list[BulkOutcome] = []
+    for pk, expected_version in unique:
+        if pk not in identities:
+            outcomes.append(BulkOutcome(pk, expected_version, "not_found", CandidateNotFound.code))
+            continue
+        scope_id, candidate_id = identities[pk]
+        try:
+            if decision == ReviewDecision.Decision.APPROVED:
+                candidate_approve(
+                    scope_id=scope_id,
+                    candidate_id=candidate_id,
+                    expected_version=expected_version,
+                    reviewer=reviewer,
+                )
+            else:
+                candidate_reject(
+                    scope_id=scope_id,
+                    candidate_id=candidate_id,
+                    expected_version=expected_version,
+                    reason=str(reason),
+                    reviewer=reviewer,
+                )
+        except (CandidateConflict, CandidateTerminal, ArtifactConflict, CandidateNotFound) as exc:
+            outcomes.append(BulkOutcome(pk, expected_version, "conflict", exc.code))
+        else:
+            outcomes.append(BulkOutcome(pk, expected_version, "decided"))
+    return outcomes

@@ -8,6 +8,7 @@ app_name = "review"
 
 urlpatterns = [
     path("", views.queue, name="queue"),
+    path("bulk/", views.queue_bulk, name="bulk"),
     path("candidates/<int:pk>/", views.candidate_detail, name="candidate"),
     path("candidates/<int:pk>/approve/", views.candidate_approve, name="approve"),
     path("candidates/<int:pk>/reject/", views.candidate_reject, name="reject"),

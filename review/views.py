@@ -12,6 +12,7 @@ text once (they travel in the session), so a reload never resubmits.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 
@@ -24,6 +25,9 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
 from powercontext.exceptions import (
@@ -35,11 +39,12 @@ from powercontext.exceptions import (
 )
 from review import services
 from review.filters import CandidateQueueFilter
-from review.forms import REVISE_FORMS, ApproveForm, RejectForm, add_service_errors
-from review.models import Candidate
+from review.forms import REVISE_FORMS, ApproveForm, BulkForm, RejectForm, add_service_errors
+from review.models import Candidate, ReviewDecision
 from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
+from review.selectors import reasons as reason_selectors
 
 REVIEW_PERMISSION = "review.review_candidate"
 CONFLICTS = (CandidateConflict, CandidateTerminal, ArtifactConflict)
@@ -167,8 +172,83 @@ def queue(request: HttpRequest) -> HttpResponse:
             "matching": matching,
             "counts": queue_selectors.queue_counts(),
             "can_review": _can_review(request),
+            "bulk": _can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
+            "bulk_max": queue_selectors.BULK_MAX,
+            "seen": int(timezone.now().timestamp() * 1_000_000),
+            "canned_reasons": reason_selectors.canned_reasons() if _can_review(request) else [],
         },
     )
+
+
+CONFLICT_WORDS = {
+    "candidate_conflict": "changed since you looked",
+    "candidate_terminal": "already decided",
+    "artifact_conflict": "its target moved on",
+    "candidate_not_found": "no longer exists",
+}
+
+
+def _bulk_message(outcomes: list[services.BulkOutcome], decided: str, qs: str) -> SafeString:
+    """``8 approved, 2 conflicts: #12 (changed since you looked), #15 (...)``, with links."""
+    done = sum(1 for o in outcomes if o.outcome == "decided")
+    failed = [o for o in outcomes if o.outcome != "decided"]
+    text = format_html("{} {}", done, decided)
+    if not failed:
+        return format_html("{}.", text)
+    links = format_html_join(
+        ", ",
+        '<a href="{}">#{}</a> ({})',
+        ((_candidate_url(o.pk, qs), o.pk, CONFLICT_WORDS.get(o.code or "", "conflict")) for o in failed),
+    )
+    noun = "conflict" if len(failed) == 1 else "conflicts"
+    return format_html(
+        "{}, {} {}: {}. Nothing was decided for {}; open {} to review the current version.",
+        text,
+        len(failed),
+        noun,
+        links,
+        "it" if len(failed) == 1 else "them",
+        "it" if len(failed) == 1 else "them",
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def queue_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the selected rows (or all rows matching the filters, as the reviewer saw
+    them), each in its own transaction; back to the queue with "8 approved, 2 conflicts"."""
+    if not _can_review(request):
+        return _forbidden(request)
+    filterset = _filterset(request)
+    qs = filterset.querystring()
+    back = HttpResponseRedirect(_with_qs(reverse("review:queue"), qs))
+    back.status_code = 303
+    form = BulkForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, str(error))
+        return back
+    data = form.cleaned_data
+    if data["all_matching"]:
+        if not filterset.is_valid() or filterset.status_value != Candidate.Status.PENDING:
+            messages.error(request, "Only pending candidates can be decided.")
+            return back
+        seen = datetime.fromtimestamp(data["seen"] / 1_000_000, tz=UTC)
+        items = queue_selectors.matching_items(filterset.qs, seen=seen)
+    else:
+        items = data["item"]
+    decision = (
+        ReviewDecision.Decision.APPROVED
+        if data["decision"] == "approve"
+        else ReviewDecision.Decision.REJECTED
+    )
+    outcomes = services.candidates_decide_bulk(
+        items=items, decision=decision, reason=data["reason"] or None, reviewer=_reviewer(request)
+    )
+    tags = "bulk-reject" if decision == ReviewDecision.Decision.REJECTED else ""
+    messages.success(request, _bulk_message(outcomes, str(decision), qs), extra_tags=tags)
+    return back
 
 
 def _candidate_context(
@@ -208,6 +288,9 @@ def _candidate_context(
         "can_review": _can_review(request),
         "approve_form": approve_form or ApproveForm(initial=initial),
         "reject_form": reject_form or RejectForm(initial=initial),
+        "canned_reasons": (
+            reason_selectors.canned_reasons() if summary.is_pending and _can_review(request) else []
+        ),
     }
 
 
@@ -299,7 +382,8 @@ def _decide(
         except InvalidRequest as exc:
             add_service_errors(form, exc)
         else:
-            messages.success(request, message)
+            # Tells the browser the draft of this form was submitted (see inbox.js).
+            messages.success(request, message, extra_tags=f"{action}:{pk}")
             return _after_decision(request, pk)
     url = _candidate_url(pk, _filterset(request).querystring())
     return _redirect_to_form(request, pk, action, form, url)
@@ -381,7 +465,9 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
             except InvalidRequest as exc:
                 add_service_errors(form, exc)
             else:
-                messages.success(request, f"Saved version {revised.version} of candidate #{pk}.")
+                messages.success(
+                    request, f"Saved version {revised.version} of candidate #{pk}.", extra_tags=f"revise:{pk}"
+                )
                 return HttpResponseRedirect(_candidate_url(pk, qs))
         return _redirect_to_form(
             request, pk, "revise", form, _with_qs(reverse("review:revise", args=[pk]), qs)

@@ -517,8 +517,10 @@ def test_untrusted_text_renders_inert_everywhere(reviewer: User) -> None:
         assert SCRIPT not in body
         assert "<img" not in body
         assert "<b>scope</b>" not in body
-        # Only the inbox's own inline script.
-        assert len(re.findall(r"<script", body, re.IGNORECASE)) == 1
+        # Only the inbox's own inline script and its self-hosted helper.
+        scripts = re.findall(r"<script[^>]*>", body, re.IGNORECASE)
+        assert scripts[0] == "<script>" and len(scripts) == 2, scripts
+        assert re.fullmatch(r'<script src="/static/review/inbox\.[0-9a-f]+\.js">', scripts[1]), scripts
     candidate_page = text_of(pages[2])
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in candidate_page
     assert MARKER in candidate_page
@@ -753,10 +755,10 @@ def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: Us
     assert large == small
     assert _queries(client, url("queue") + "?family=experience&q=migration&age=lt1d") == small_filtered
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
-    # Session, user, permissions (2), two capped family counts, the capped matching count and
-    # the page (one query per family; one in all with a family filter).
-    assert small == 9, small
-    assert _queries(client, url("queue") + "?family=skill") == 8
+    # Session, user, permissions (2), two capped family counts, the capped matching count, the
+    # page (one query per family; one in all with a family filter) and the canned reasons.
+    assert small == 10, small
+    assert _queries(client, url("queue") + "?family=skill") == 9
 
 
 def test_the_candidate_page_costs_the_same_queries_for_3_and_11_evidence_items(reviewer: User) -> None:
