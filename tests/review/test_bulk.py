@@ -99,9 +99,9 @@ def test_the_queue_offers_row_checkboxes_and_bulk_actions_to_reviewers(reviewer:
     assert 'value="approve" data-bulk-action' in body
     assert 'data-canned="1"' in body and "Duplicate of an existing Experience." in body
     viewer_body = client_for(viewer).get("/review/").content.decode()
-    assert 'name="item"' not in viewer_body and "bulk-form" not in viewer_body
+    assert 'name="item"' not in viewer_body and 'id="bulk-form"' not in viewer_body
     decided = client_for(reviewer).get("/review/?status=approved").content.decode()
-    assert "bulk-form" not in decided
+    assert 'id="bulk-form"' not in decided
 
 
 def test_bulk_approve_reports_approved_and_links_to_conflicts(reviewer: User) -> None:

@@ -3,6 +3,7 @@ and reject 20 near-duplicates (the measurement the README reports)."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,5 +79,41 @@ def test_one_candidate_at_a_time(reviewer: User, live_server: Any) -> None:
     print(
         f"\nTHROUGHPUT one-by-one approve10 keys,clicks={approve} {approve_time:.2f}s; reject20 keys,clicks={reject} {reject_time:.2f}s"
     )
+    assert Candidate.objects.filter(status="approved").count() == 10
+    assert Candidate.objects.filter(status="rejected").count() == 20
+
+
+def test_in_bulk(reviewer: User, live_server: Any) -> None:
+    from playwright.sync_api import expect
+
+    good, dups = _seed()
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        counter = Counter(page)
+        boxes = page.locator("input[data-select]")
+        started = time.perf_counter()
+        counter.click(boxes.nth(0))
+        counter.click(boxes.nth(9), modifiers=["Shift"])
+        counter.click(page.get_by_role("button", name="Approve selected"))
+        expect(page.get_by_text("10 approved.")).to_be_visible()
+        approve_time = time.perf_counter() - started
+        approve = (counter.keys, counter.clicks)
+        started = time.perf_counter()
+        counter.press("/")
+        counter.type("dependency resolver")
+        counter.press("Enter")
+        expect(page).to_have_url(re.compile(r"q=dependency"))
+        counter.click(page.get_by_role("button", name="Select all 20 matching"))
+        counter.press("1")
+        counter.click(page.get_by_role("button", name="Reject selected"))
+        expect(page.get_by_text("20 rejected.")).to_be_visible()
+        reject_time = time.perf_counter() - started
+        reject = (counter.keys - approve[0], counter.clicks - approve[1])
+    print(
+        f"\nTHROUGHPUT bulk approve10 keys,clicks={approve} {approve_time:.2f}s; "
+        f"reject20 keys,clicks={reject} {reject_time:.2f}s"
+    )
+    assert approve == (0, 3)
+    assert reject[1] == 2 and reject[0] <= 25
     assert Candidate.objects.filter(status="approved").count() == 10
     assert Candidate.objects.filter(status="rejected").count() == 20

@@ -517,10 +517,8 @@ def test_untrusted_text_renders_inert_everywhere(reviewer: User) -> None:
         assert SCRIPT not in body
         assert "<img" not in body
         assert "<b>scope</b>" not in body
-        # Only the inbox's own inline script and its self-hosted helper.
-        scripts = re.findall(r"<script[^>]*>", body, re.IGNORECASE)
-        assert scripts[0] == "<script>" and len(scripts) == 2, scripts
-        assert re.fullmatch(r'<script src="/static/review/inbox\.[0-9a-f]+\.js">', scripts[1]), scripts
+        # Only the inbox's own inline script.
+        assert len(re.findall(r"<script", body, re.IGNORECASE)) == 1
     candidate_page = text_of(pages[2])
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in candidate_page
     assert MARKER in candidate_page

@@ -1,4 +1,4 @@
-/* Review Inbox helpers (self-hosted, no dependencies): drafts kept in the browser until the server
+/* Review Inbox helpers, included in the one inline script of templates/base.html (no dependencies): drafts kept in the browser until the server
    confirms them, Ctrl/Cmd+Enter submits, canned reject reasons (keys 1-9), bulk selection in the
    queue (checkboxes, x, shift-click, "select all N matching"). Text only ever moves between form
    fields and localStorage as values, never as HTML. */
@@ -16,6 +16,8 @@
     try { return window.localStorage.getItem(PREFIX + key); } catch (e) { return null; }
   }
   function typing(el) {
+    // Check boxes keep the shortcuts (a click on a row's box focuses it).
+    if (el && el.tagName === "INPUT" && /^(checkbox|radio|button|submit)$/.test(el.type)) { return false; }
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
   function changed(el) { el.dispatchEvent(new Event("input", { bubbles: true })); }
