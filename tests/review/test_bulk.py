@@ -216,3 +216,13 @@ def test_a_decision_message_names_the_draft_it_settled(reviewer: User) -> None:
     page = client.get(response["Location"]).content.decode()
     assert f'data-done="reject:{candidate.pk}"' in page
     assert f'data-draft="reject:{following.pk}"' in page
+
+
+def test_the_bulk_benchmark_command_runs(reviewer: User) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("bench_bulk_approve", count=3, stdout=out)
+    assert "3 approved, HTTP 303" in out.getvalue()
