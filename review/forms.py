@@ -37,6 +37,11 @@ class ApproveForm(forms.Form):
     expected_version = _version_field()
 
 
+class RebaseForm(forms.Form):
+    expected_version = _version_field()
+    revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
 class RejectForm(forms.Form):
     expected_version = _version_field()
     reason = TextField(

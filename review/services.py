@@ -178,6 +178,46 @@ def candidate_revise(
     return candidate
 
 
+@transaction.atomic(durable=True)
+def candidate_rebase(
+    *, scope_id: str, candidate_id: str, expected_version: int, onto_revision: int, reviewer: User
+) -> Candidate:
+    """Retarget a pending update to revision ``onto_revision`` of its Artifact (the current head):
+    a revise whose next version keeps the proposal, reason and the rest of the evidence, with the
+    old target's reference in ``artifact_refs`` replaced by the new one. The reviewer then reviews
+    the diff against the new head before approving.
+
+    Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
+    ``ArtifactConflict`` (the head is not at ``onto_revision``), ``InvalidRequest`` (not an update,
+    or already targeting that revision).
+    """
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    latest = candidate.latest
+    if latest is None or latest.target is None:
+        raise _invalid(["target"], "Only an update (a candidate with a target) can be rebased.", "no_target")
+    old = _ref(latest.target)
+    if old["revision"] == onto_revision:
+        raise _invalid(["target"], f"The candidate already targets revision {onto_revision}.", "not_stale")
+    new = {**old, "revision": onto_revision}
+    refs: list[dict[str, Any]] = []
+    for ref in latest.artifact_refs:
+        ref = new if _ref(ref) == old else ref
+        if ref not in refs:
+            refs.append(ref)
+    submission = Submission(
+        proposal=latest.proposal,
+        source_refs=list(latest.source_refs),
+        artifact_refs=refs,
+        target=new,
+        reason=latest.reason,
+    )
+    _check_evidence(scope_id, candidate.family, submission)
+    version = _write_version(candidate, expected_version + 1, submission, reviewer)
+    _advance(candidate, expected_version, version=F("version") + 1, latest=version)
+    candidate.refresh_from_db()
+    return candidate
+
+
 def _after_revision_written() -> None:
     """A seam for fault-injection tests: runs between the revision insert and the candidate update."""
 

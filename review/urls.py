@@ -12,6 +12,7 @@ urlpatterns = [
     path("candidates/<int:pk>/", views.candidate_detail, name="candidate"),
     path("candidates/<int:pk>/approve/", views.candidate_approve, name="approve"),
     path("candidates/<int:pk>/reject/", views.candidate_reject, name="reject"),
+    path("candidates/<int:pk>/rebase/", views.candidate_rebase, name="rebase"),
     path("candidates/<int:pk>/revise/", views.candidate_revise, name="revise"),
     path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
 ]

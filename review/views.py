@@ -39,7 +39,7 @@ from powercontext.exceptions import (
 )
 from review import services
 from review.filters import CandidateQueueFilter
-from review.forms import REVISE_FORMS, ApproveForm, BulkForm, RejectForm, add_service_errors
+from review.forms import REVISE_FORMS, ApproveForm, BulkForm, RebaseForm, RejectForm, add_service_errors
 from review.models import Candidate, ReviewDecision
 from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
@@ -422,6 +422,45 @@ def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
         return f"Rejected candidate #{pk} (version {data['expected_version']})."
 
     return _decide(request, pk, action="reject", form_class=RejectForm, decide=reject)
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
+    """Retarget a stale pending update to its Artifact's current head (a revise), then show the
+    candidate again with the recomputed diff."""
+    qs = _filterset(request).querystring()
+    if request.method == "GET":
+        return HttpResponseRedirect(_candidate_url(pk, qs))
+    if not _can_review(request):
+        return _forbidden(request)
+    candidate = candidate_selectors.candidate_load(pk)
+    if candidate is None:
+        return _not_found(request)
+    form = RebaseForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The rebase form was malformed; reload the page.")
+        return HttpResponseRedirect(_candidate_url(pk, qs))
+    expected, onto = form.cleaned_data["expected_version"], form.cleaned_data["revision"]
+    try:
+        rebased = services.candidate_rebase(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=expected,
+            onto_revision=onto,
+            reviewer=_reviewer(request),
+        )
+    except CONFLICTS as exc:
+        return _conflict(request, pk, exc, action="rebase", expected_version=expected)
+    except InvalidRequest as exc:
+        messages.error(request, exc.message if not exc.details else str(exc.details["errors"][0]["msg"]))
+    else:
+        messages.success(
+            request,
+            f"Rebased candidate #{pk} onto revision {onto} as version {rebased.version}. "
+            "Review the diff against the current revision before approving.",
+        )
+    return HttpResponseRedirect(_candidate_url(pk, qs))
 
 
 @login_required

@@ -179,3 +179,31 @@ def test_a_conflict_inside_a_bulk_action_is_reported_with_a_link(reviewer: User,
         expect(queue.locator("[data-version]")).to_have_text("2")
 
     assert _status(*rows) == ["approved", "pending", "approved"]
+
+
+def test_rebase_a_stale_update_then_approve(reviewer: User, live_server: Any) -> None:
+    from playwright.sync_api import expect
+
+    from tests.review.conftest import approve, make_update_candidate
+
+    base = approve(make_candidate(SCOPE, proposal=experience(lesson="Deploy on Tuesdays.")), reviewer)
+    first = make_update_candidate(base, experience(lesson="Deploy on Tuesdays and Wednesdays."))
+    stale = make_update_candidate(base, experience(lesson="Deploy any weekday with a rollback plan."))
+    approve(first, reviewer)
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        page.goto(f"/review/candidates/{stale.pk}/")
+        expect(page.locator("[data-stale]")).to_contain_text("now at revision 2")
+        expect(page.get_by_role("button", name=re.compile("Approve version 1"))).to_be_disabled()
+        _shot(page, "14-stale-update")
+        page.get_by_role("button", name="Rebase onto revision 2").click()
+        expect(
+            page.get_by_text(f"Rebased candidate #{stale.pk} onto revision 2 as version 2")
+        ).to_be_visible()
+        expect(page.locator("[data-stale]")).to_have_count(0)
+        expect(page.locator("table.diff del").first).to_be_visible()
+        page.get_by_role("button", name=re.compile("Approve version 2")).click()
+        expect(page.get_by_text(f"Approved candidate #{stale.pk} (version 2)")).to_be_visible()
+
+    stale.refresh_from_db()
+    assert (stale.status, stale.result_revision) == (Candidate.Status.APPROVED, 3)

@@ -934,3 +934,64 @@ def test_an_unknown_status_does_not_claim_to_list_pending_candidates(viewer: Use
     body = text_of(client_for(viewer).get(url("queue") + "?status=deleted"))
     assert "Pending candidates" not in body
     assert "<h1>Candidates</h1>" in body
+
+
+# --- the update path: rebase a stale update ----------------------------------------------------
+
+
+def _stale_update(reviewer: User) -> tuple[Candidate, Candidate]:
+    base = approve(make_candidate(proposal=experience(lesson="Revision one <lesson>.")), reviewer)
+    first = make_update_candidate(base, experience(lesson="Revision two <lesson>."))
+    stale = make_update_candidate(base, experience(lesson="The stale proposal <lesson>."))
+    return approve(first, reviewer), stale
+
+
+def test_a_stale_update_offers_a_rebase_and_disables_approve(reviewer: User) -> None:
+    _, stale = _stale_update(reviewer)
+    body = text_of(client_for(reviewer).get(url("candidate", stale)))
+    assert "Rebase onto revision 2" in body
+    assert re.search(r'<button type="submit" class="btn primary block" disabled[^>]*>Approve version 1', body)
+    assert 'data-key="a"' not in body
+    # The diff card comes before the proposal.
+    assert body.index("Update of") < body.index("Proposal <small>")
+
+
+def test_a_rebase_retargets_to_the_current_head_and_then_approves(reviewer: User) -> None:
+    moved, stale = _stale_update(reviewer)
+    client = client_for(reviewer)
+    response = client.post(
+        url("rebase", stale) + "?family=experience", {"expected_version": 1, "revision": 2}
+    )
+    assert response["Location"] == url("candidate", stale) + "?family=experience"
+    stale = refresh(stale)
+    assert stale.version == 2
+    assert stale.latest.target == {**result_ref(moved), "revision": 2}
+    assert stale.latest.artifact_refs == [stale.latest.target]
+    assert stale.latest.proposal["lesson"] == "The stale proposal <lesson>."
+    assert stale.latest.created_by == reviewer
+    body = text_of(client.get(response["Location"]))
+    assert "Rebased candidate" in body and "Rebase onto" not in body
+    assert "<del>two</del>" in body  # diffed against revision 2 now
+    assert client.post(url("approve", stale), {"expected_version": 2}).status_code == 302
+    assert refresh(stale).result_revision == 3
+
+
+def test_a_rebase_onto_a_revision_that_is_no_longer_the_head_is_a_conflict(reviewer: User) -> None:
+    moved, stale = _stale_update(reviewer)
+    approve(make_update_candidate(moved), reviewer)  # the head is at 3 now
+    response = client_for(reviewer).post(url("rebase", stale), {"expected_version": 1, "revision": 2})
+    assert response.status_code == 409
+    assert "The target moved on" in text_of(response)
+    assert refresh(stale).version == 1
+
+
+def test_a_rebase_of_a_candidate_without_a_target_changes_nothing(reviewer: User, viewer: User) -> None:
+    candidate = make_candidate()
+    client = client_for(reviewer)
+    response = client.post(url("rebase", candidate), {"expected_version": 1, "revision": 2})
+    assert "Only an update" in text_of(client.get(response["Location"]))
+    assert (
+        client_for(viewer).post(url("rebase", candidate), {"expected_version": 1, "revision": 2}).status_code
+        == 403
+    )
+    assert refresh(candidate).version == 1
