@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 from django.test import Client
 
-from context_api.auth import new_token, token_digest
 from context_api.mcp import schema
 from powercontext.models import ApiToken
+from powercontext.services.tokens import new_token, token_digest
 
 INIT = {
     "jsonrpc": "2.0",
