@@ -18,7 +18,15 @@ from django.utils import timezone
 
 from review import services
 from review.models import Candidate, CannedReason, ReviewDecision
-from tests.review.conftest import approve, experience, make_candidate, make_update_candidate, revise
+from tests.review.conftest import (
+    DUPLICATE_REASON,
+    approve,
+    experience,
+    make_candidate,
+    make_canned_reasons,
+    make_update_candidate,
+    revise,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -92,12 +100,13 @@ def test_a_bulk_approve_reports_an_update_whose_target_moved(reviewer: User) -> 
 
 
 def test_the_queue_offers_row_checkboxes_and_bulk_actions_to_reviewers(reviewer: User, viewer: User) -> None:
+    make_canned_reasons()
     candidate = make_candidate()
     body = client_for(reviewer).get("/review/").content.decode()
     assert f'name="item" value="{candidate.pk}:1"' in body
     assert "Select all 1 matching" in body
     assert 'value="approve" data-bulk-action' in body
-    assert 'data-canned="1"' in body and "Duplicate of an existing Experience." in body
+    assert 'data-canned="1"' in body and DUPLICATE_REASON in body
     viewer_body = client_for(viewer).get("/review/").content.decode()
     assert 'name="item"' not in viewer_body and 'id="bulk-form"' not in viewer_body
     decided = client_for(reviewer).get("/review/?status=approved").content.decode()

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from review.models import Candidate
-from tests.review.conftest import experience, make_candidate
+from tests.review.conftest import DUPLICATE_REASON, experience, make_candidate, make_canned_reasons
 from tests.review.test_inbox_browser import SCOPE, _log_in, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -43,6 +43,7 @@ class Counter:
 
 
 def _seed() -> tuple[list[Candidate], list[Candidate]]:
+    make_canned_reasons()
     good = [
         make_candidate(SCOPE, proposal=experience(lesson=f"A distinct useful lesson {n}.")) for n in range(10)
     ]
@@ -71,7 +72,7 @@ def test_one_candidate_at_a_time(reviewer: User, live_server: Any) -> None:
         for candidate in dups:
             expect(page.get_by_role("heading", name=f"Candidate #{candidate.pk}")).to_be_visible()
             counter.press("r")
-            counter.type("Duplicate of an existing Experience.")
+            counter.type(DUPLICATE_REASON)
             counter.click(page.get_by_role("button", name="Reject"))
         expect(page.get_by_text("Nothing to review here.")).to_be_visible()
         reject_time = time.perf_counter() - started

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from review.models import Candidate, ReviewDecision
-from tests.review.conftest import PASSWORD, experience, make_candidate
+from tests.review.conftest import DUPLICATE_REASON, PASSWORD, experience, make_candidate, make_canned_reasons
 from tests.review.test_inbox_browser import SCOPE, _log_in, _shot, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -135,6 +135,7 @@ def test_bulk_approve_all_20_matching_in_one_action(reviewer: User, live_server:
 def test_bulk_reject_with_a_canned_reason_by_shift_click_and_keys(reviewer: User, live_server: Any) -> None:
     from playwright.sync_api import expect
 
+    make_canned_reasons()
     rows = [make_candidate(SCOPE) for _ in range(5)]
     with chromium() as browser:
         page = _log_in(browser, live_server.url, "reviewer")
@@ -146,7 +147,7 @@ def test_bulk_reject_with_a_canned_reason_by_shift_click_and_keys(reviewer: User
         expect(page.locator("[data-selected-count]")).to_have_text("4 selected")
         page.keyboard.press("1")
         reason = page.locator("#bulk-reason")
-        expect(reason).to_have_value("Duplicate of an existing Experience.")
+        expect(reason).to_have_value(DUPLICATE_REASON)
         expect(reason).to_be_focused()
         _shot(page, "12-bulk-reject")
         page.keyboard.press("Control+Enter")
