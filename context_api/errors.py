@@ -6,11 +6,13 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.urls import reverse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
@@ -152,8 +154,29 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     return _answer(request, FORBIDDEN, request_context=True)
 
 
+_CANDIDATE_ACTION = re.compile(r"/review/candidates/(?P<pk>[0-9]{1,18})/[a-z]+/$")
+# What a refused form posted that is the reviewer's own typing (shown back so it is never lost).
+_NOT_DRAFT = ("csrfmiddlewaretoken", "expected_version", "item", "items")
+_FILTER_KEYS = ("status", "family", "scope", "q", "age")
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    return _answer(request, CSRF_FAILED, request_context=True)
+    """A refused form (typically a tab left open while the reviewer logged out, or in again, in
+    another tab, which rotates the CSRF secret): say so, link back to the page the form was on
+    and show what was typed. The Inbox pages also keep drafts in the browser (localStorage)."""
+    match = _CANDIDATE_ACTION.match(request.path_info)
+    if not is_browser_route(request) or match is None:
+        return _answer(request, CSRF_FAILED, request_context=True)
+    query = urlencode([(k, v) for k, v in request.GET.items() if k in _FILTER_KEYS])
+    back = reverse("review:candidate", args=[int(match["pk"])]) + (f"?{query}" if query else "")
+    draft = [(k, v) for k, v in request.POST.items() if k not in _NOT_DRAFT and str(v).strip()]
+    context = {
+        "back": back,
+        "pk": int(match["pk"]),
+        "draft": draft,
+        "can_review": _can_review(request),
+    }
+    return render(request, "review/form_expired.html", context, status=403)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from powercontext.admin import ReadOnlyAdmin, pretty_json
-from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.models import Candidate, CandidateVersion, CannedReason, ReviewDecision
 
 
 def _result(head_artifact_id: str | None, revision: int | None) -> str:
@@ -178,3 +178,13 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
     def result(self, obj: ReviewDecision) -> str:
         head = obj.result_head
         return _result(head.artifact_id if head is not None else None, obj.result_revision)
+
+
+@admin.register(CannedReason)
+class CannedReasonAdmin(admin.ModelAdmin):
+    """Editable: canned reasons are Inbox configuration. A decision copies the text, so edits
+    never reach past decisions."""
+
+    list_display = ("text", "position")
+    list_editable = ("position",)
+    ordering = ("position", "id")

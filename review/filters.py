@@ -34,13 +34,16 @@ FILTER_KEYS = ("status", "family", "scope", "q", "age")
 
 
 class CandidateQueueFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=Candidate.Status.choices, empty_label=None)
-    family = django_filters.ChoiceFilter(choices=Candidate.Family.choices, empty_label="All families")
+    status = django_filters.ChoiceFilter(choices=Candidate.Status.choices, label="Status", empty_label=None)
+    family = django_filters.ChoiceFilter(
+        choices=Candidate.Family.choices, label="Family", empty_label="All families"
+    )
     scope = django_filters.CharFilter(field_name="scope_id", label="Scope", max_length=256)
     q = django_filters.CharFilter(method="filter_text", label="Text", max_length=200)
     age = django_filters.ChoiceFilter(
         choices=[(key, label) for key, (label, _, _) in AGES.items()],
         method="filter_age",
+        label="Age",
         empty_label="Any age",
     )
 

@@ -3,6 +3,7 @@ service's compare-and-swap; proposal fields are validated by the same rules as t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -10,6 +11,7 @@ from django import forms
 from powercontext import families
 from powercontext.exceptions import InvalidRequest
 from review.selectors.candidate import VersionView
+from review.selectors.queue import BULK_MAX
 from review.services import Submission
 
 REASON_MAX = 2000
@@ -35,6 +37,11 @@ class ApproveForm(forms.Form):
     expected_version = _version_field()
 
 
+class RebaseForm(forms.Form):
+    expected_version = _version_field()
+    revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
 class RejectForm(forms.Form):
     expected_version = _version_field()
     reason = TextField(
@@ -42,6 +49,49 @@ class RejectForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Why is this rejected? (required)"}),
         error_messages={"required": "A reason is required to reject."},
     )
+
+
+_ITEM = re.compile(r"([0-9]{1,18}):([0-9]{1,9})")
+
+
+class ItemsField(forms.Field):
+    """Selected queue rows, each posted as ``<pk>:<expected_version>``."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[tuple[int, int]]:
+        values = value if isinstance(value, (list, tuple)) else ([value] if value else [])
+        if len(values) > BULK_MAX:
+            raise forms.ValidationError(f"Select at most {BULK_MAX} candidates at a time.")
+        items: list[tuple[int, int]] = []
+        for raw in values:
+            match = _ITEM.fullmatch(str(raw))
+            if match is None or int(match[2]) < 1:
+                raise forms.ValidationError("The selection is malformed; reload the queue.")
+            items.append((int(match[1]), int(match[2])))
+        return items
+
+
+class BulkForm(forms.Form):
+    """One decision for several queue rows: the selected ``item``s, or all rows matching the
+    queue's filters as the reviewer saw them at ``seen`` (epoch microseconds)."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    reason = TextField(max_length=REASON_MAX, required=False)
+    item = ItemsField(required=False)
+    all_matching = forms.BooleanField(required=False)
+    seen = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("decision") == "reject" and not cleaned.get("reason"):
+            self.add_error("reason", "A reason is required to reject.")
+        if cleaned.get("all_matching"):
+            if cleaned.get("seen") is None:
+                self.add_error(None, "The selection is malformed; reload the queue.")
+        elif not cleaned.get("item") and "item" not in self.errors:
+            self.add_error(None, "Select at least one candidate.")
+        return cleaned
 
 
 def add_service_errors(form: forms.Form, exc: InvalidRequest) -> None:

@@ -106,3 +106,20 @@ class ReviewDecision(models.Model):
 
     def __str__(self) -> str:
         return f"decision on candidate #{self.candidate_id}: {self.decision}"
+
+
+class CannedReason(models.Model):
+    """A ready-made reject reason offered in the Inbox (keys 1-9 insert the first nine, in order).
+
+    Configuration, not review data: editable in the admin; a decision stores the reason's text,
+    so editing or deleting one never changes a past decision.
+    """
+
+    text = models.CharField(max_length=500)
+    position = models.PositiveSmallIntegerField(default=0, help_text="Lower comes first (key 1).")
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return self.text

@@ -194,6 +194,46 @@ def candidate_revise(
     return candidate
 
 
+@transaction.atomic(durable=True)
+def candidate_rebase(
+    *, scope_id: str, candidate_id: str, expected_version: int, onto_revision: int, reviewer: User
+) -> Candidate:
+    """Retarget a pending update to revision ``onto_revision`` of its Artifact (the current head):
+    a revise whose next version keeps the proposal, reason and the rest of the evidence, with the
+    old target's reference in ``artifact_refs`` replaced by the new one. The reviewer then reviews
+    the diff against the new head before approving.
+
+    Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
+    ``ArtifactConflict`` (the head is not at ``onto_revision``), ``InvalidRequest`` (not an update,
+    or already targeting that revision).
+    """
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    latest = candidate.latest
+    if latest is None or latest.target is None:
+        raise _invalid(["target"], "Only an update (a candidate with a target) can be rebased.", "no_target")
+    old = _ref(latest.target)
+    if old["revision"] == onto_revision:
+        raise _invalid(["target"], f"The candidate already targets revision {onto_revision}.", "not_stale")
+    new = {**old, "revision": onto_revision}
+    refs: list[dict[str, Any]] = []
+    for ref in latest.artifact_refs:
+        ref = new if _ref(ref) == old else ref
+        if ref not in refs:
+            refs.append(ref)
+    submission = Submission(
+        proposal=latest.proposal,
+        source_refs=list(latest.source_refs),
+        artifact_refs=refs,
+        target=new,
+        reason=latest.reason,
+    )
+    _check_evidence(scope_id, candidate.family, submission)
+    version = _write_version(candidate, expected_version + 1, submission, reviewer)
+    _advance(candidate, expected_version, version=F("version") + 1, latest=version)
+    candidate.refresh_from_db()
+    return candidate
+
+
 def _after_revision_written() -> None:
     """A seam for fault-injection tests: runs between the revision insert and the candidate update."""
 
@@ -285,3 +325,69 @@ def candidate_reject_within(
     _require_transaction()
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     return _decide(candidate, expected_version, ReviewDecision.Decision.REJECTED, reviewer, reason=reason)
+
+
+# --- bulk decisions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What became of one item of a bulk decision: ``decided`` (approved or rejected as asked),
+    or ``conflict`` with the error code (stale version, already decided, target moved on), or
+    ``not_found``."""
+
+    pk: int
+    expected_version: int
+    outcome: str
+    code: str | None = None
+
+
+def candidates_decide_bulk(
+    *, items: list[tuple[int, int]], decision: str, reason: str | None, reviewer: User
+) -> list[BulkOutcome]:
+    """Approve or reject each ``(candidate pk, expected_version)``, in order, each in its OWN
+    transaction through ``candidate_approve`` / ``candidate_reject`` (so one conflict never
+    undoes the others, and every item gets the same checks as a single decision).
+
+    Not atomic as a whole, by design: it opens no transaction itself (each call is durable).
+    ``decision`` is ``approved`` or ``rejected``; a rejection needs ``reason``. Raises
+    ``InvalidRequest`` for a bad decision or a missing reason, before deciding anything.
+    """
+    if decision not in (ReviewDecision.Decision.APPROVED, ReviewDecision.Decision.REJECTED):
+        raise _invalid(["decision"], "The decision must be approved or rejected.")
+    if decision == ReviewDecision.Decision.REJECTED and not (reason or "").strip():
+        raise _invalid(["reason"], "A reason is required to reject.")
+    unique = list(dict.fromkeys(items))
+    identities = dict(
+        (pk, (scope_id, candidate_id))
+        for pk, scope_id, candidate_id in Candidate.objects.filter(
+            pk__in=[pk for pk, _ in unique]
+        ).values_list("pk", "scope_id", "candidate_id")
+    )
+    outcomes: list[BulkOutcome] = []
+    for pk, expected_version in unique:
+        if pk not in identities:
+            outcomes.append(BulkOutcome(pk, expected_version, "not_found", CandidateNotFound.code))
+            continue
+        scope_id, candidate_id = identities[pk]
+        try:
+            if decision == ReviewDecision.Decision.APPROVED:
+                candidate_approve(
+                    scope_id=scope_id,
+                    candidate_id=candidate_id,
+                    expected_version=expected_version,
+                    reviewer=reviewer,
+                )
+            else:
+                candidate_reject(
+                    scope_id=scope_id,
+                    candidate_id=candidate_id,
+                    expected_version=expected_version,
+                    reason=str(reason),
+                    reviewer=reviewer,
+                )
+        except (CandidateConflict, CandidateTerminal, ArtifactConflict, CandidateNotFound) as exc:
+            outcomes.append(BulkOutcome(pk, expected_version, "conflict", exc.code))
+        else:
+            outcomes.append(BulkOutcome(pk, expected_version, "decided"))
+    return outcomes

@@ -8,9 +8,11 @@ app_name = "review"
 
 urlpatterns = [
     path("", views.queue, name="queue"),
+    path("bulk/", views.queue_bulk, name="bulk"),
     path("candidates/<int:pk>/", views.candidate_detail, name="candidate"),
     path("candidates/<int:pk>/approve/", views.candidate_approve, name="approve"),
     path("candidates/<int:pk>/reject/", views.candidate_reject, name="reject"),
+    path("candidates/<int:pk>/rebase/", views.candidate_rebase, name="rebase"),
     path("candidates/<int:pk>/revise/", views.candidate_revise, name="revise"),
     path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
 ]

@@ -20,6 +20,7 @@ run_pass() {
   env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py flush --noinput
   env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench --json "bench-results/${name}.json" "$@"
   env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_page --json "bench-results/${name}-review-page.json"
+  env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_bulk_approve --json "bench-results/${name}-bulk-approve.json"
   if [ "${BENCH_SKIP_HTTP:-0}" != "1" ]; then
     env -u CELERY_BROKER_URL DATABASE_URL="$url" .venv/bin/gunicorn powercontext.wsgi \
       -w "$BENCH_WORKERS" -b "127.0.0.1:${BENCH_HTTP_PORT}" --log-level warning &

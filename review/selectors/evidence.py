@@ -70,7 +70,9 @@ class RevisionEvidence:
 
 @dataclass(frozen=True)
 class TargetView:
-    """A ``target`` compared with its Artifact's current head revision."""
+    """A ``target`` and the diff of the proposal against its base: the Artifact's current head
+    revision while the candidate is pending, the target revision itself once it is decided (the
+    revision an approval replaced, or the one a rejected update proposed to change)."""
 
     family: str
     artifact_id: str
@@ -78,6 +80,8 @@ class TargetView:
     current_revision: int | None
     stale: bool
     diff: list[FieldDiff]
+    base_label: str = "Current revision"
+    decided: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,8 +167,13 @@ def _changes_of(row: ArtifactRevision) -> list[dict[str, Any]]:
     return [c for c in changes if isinstance(c, dict)]
 
 
-def evidence_resolve(*, scope_id: str, family: str, version: VersionView) -> Evidence:
+def evidence_resolve(
+    *, scope_id: str, family: str, version: VersionView, status: str = "pending"
+) -> Evidence:
     """Resolve every reference of one candidate version, readable, within ``scope_id``.
+
+    ``status`` is the candidate's: a pending update is compared with its Artifact's current head,
+    a decided one with its target revision (an approved update's own result is the head now).
 
     At most five queries, whatever the number of references: Sources, Artifact revisions, Memory
     entry versions named by cited Memory revisions' change lists, the target's head, and the
@@ -179,6 +188,8 @@ def evidence_resolve(*, scope_id: str, family: str, version: VersionView) -> Evi
             scope_id=scope_id, family=family, artifact_id=str(target.get("artifact_id"))
         ).first()
     keys = [_key(ref) for ref in version.artifact_refs]
+    if target_key is not None:
+        keys.append(target_key)
     if head is not None and head.current_revision >= 1:
         keys.append((head.family, head.artifact_id, head.current_revision))
     rows = _revision_rows(scope_id, keys)
@@ -222,19 +233,25 @@ def evidence_resolve(*, scope_id: str, family: str, version: VersionView) -> Evi
         )
     target_view = None
     if target is not None and target_key is not None:
-        current = (
-            rows.get((head.family, head.artifact_id, head.current_revision)) if head is not None else None
-        )
+        decided = status != "pending"
+        if decided:
+            base = rows.get(target_key)
+            base_label = f"Revision {target_key[2]} ({'replaced' if status == 'approved' else 'its target'})"
+        else:
+            base = (
+                rows.get((head.family, head.artifact_id, head.current_revision)) if head is not None else None
+            )
+            base_label = "Current revision"
         proposal = {f.name: f.text for f in version.fields}
-        before = (
-            {f.name: f.text for f in proposal_fields(family, current.content)} if current is not None else {}
-        )
+        before = {f.name: f.text for f in proposal_fields(family, base.content)} if base is not None else {}
         target_view = TargetView(
             family=target_key[0],
             artifact_id=target_key[1],
             target_revision=target_key[2],
             current_revision=head.current_revision if head is not None else None,
-            stale=head is None or head.current_revision != target_key[2],
+            stale=not decided and (head is None or head.current_revision != target_key[2]),
             diff=fields_diff(labels(family), before, proposal),
+            base_label=base_label,
+            decided=decided,
         )
     return Evidence(sources=sources, revisions=revisions, target=target_view)

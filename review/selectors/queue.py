@@ -9,12 +9,13 @@ Every page costs a fixed number of queries, whatever the size of the queue: capp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from powercontext import families
-from review.models import Candidate
+from review.models import Candidate, CandidateVersion
 from review.selectors.candidate import CandidateFacts, candidate_facts
 
 PAGE_SIZE = 50
@@ -215,3 +216,30 @@ def neighbour(
     lookup = "pk__gt" if after else "pk__lt"
     found = _first_rows(rows.only("pk"), {lookup: pk}, "pk" if after else "-pk", 1, split)
     return found[0].pk if found else None
+
+
+# --- bulk selection -------------------------------------------------------------------------
+
+BULK_MAX = 200
+
+
+def matching_items(
+    rows: QuerySet[Candidate], *, seen: datetime, limit: int = BULK_MAX
+) -> list[tuple[int, int]]:
+    """``(pk, version)`` of the pending ``rows`` as a reviewer saw them at ``seen`` ("select all
+    N matching"), oldest first, at most ``limit``: each candidate's newest version written by
+    then, so a candidate revised since is a conflict when decided, and one proposed since is not
+    included. One query."""
+    seen_version = (
+        CandidateVersion.objects.filter(candidate=OuterRef("pk"), created_at__lte=seen)
+        .order_by("-version")
+        .values("version")[:1]
+    )
+    found = (
+        rows.filter(status=Candidate.Status.PENDING, created_at__lte=seen)
+        .annotate(seen_version=Subquery(seen_version))
+        .filter(seen_version__isnull=False)
+        .order_by("pk")
+        .values_list("pk", "seen_version")[:limit]
+    )
+    return [(pk, version) for pk, version in found]

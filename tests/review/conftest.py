@@ -14,7 +14,7 @@ from django.contrib.auth.models import Permission, User
 
 from powercontext.services.sources import source_capture
 from review import services
-from review.models import Candidate
+from review.models import Candidate, CannedReason
 
 PASSWORD = "review-inbox-test-password"
 _counter = count(1)
@@ -160,3 +160,14 @@ def make_update_candidate(base: Candidate, proposal: dict[str, Any] | None = Non
     return make_candidate(
         base.scope_id, proposal=proposal or experience(), artifact_refs=[ref], target=ref, source_refs=[]
     )
+
+
+DUPLICATE_REASON = "Duplicate of an existing Experience."
+
+
+def make_canned_reasons(*texts: str) -> None:
+    """Exactly these canned reasons, in order (key 1 first). The migration seeds defaults, but
+    transactional tests flush every table, so tests that need them create them."""
+    CannedReason.objects.all().delete()
+    for position, text in enumerate(texts or (DUPLICATE_REASON,), start=1):
+        CannedReason.objects.create(text=text, position=position)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import time_machine
@@ -237,16 +238,19 @@ def test_a_reviewer_rejects_with_a_reason(reviewer: User) -> None:
 @pytest.mark.parametrize("reason", ["", "   \n  ", "x" * 2001])
 def test_a_reject_needs_a_reason_of_at_most_2000_characters(reviewer: User, reason: str) -> None:
     candidate = make_candidate()
-    response = client_for(reviewer).post(url("reject", candidate), {"expected_version": 1, "reason": reason})
-    assert response.status_code == 422
-    assert 'class="errorlist"' in text_of(response)
+    client = client_for(reviewer)
+    response = client.post(url("reject", candidate), {"expected_version": 1, "reason": reason})
+    assert (response.status_code, response["Location"]) == (303, url("candidate", candidate))
+    assert 'class="errorlist"' in text_of(client.get(response["Location"]))
     assert refresh(candidate).status == Candidate.Status.PENDING
 
 
 def test_an_action_without_a_version_is_a_form_error(reviewer: User) -> None:
     candidate = make_candidate()
-    response = client_for(reviewer).post(url("approve", candidate), {"expected_version": "x"})
-    assert response.status_code == 422
+    client = client_for(reviewer)
+    response = client.post(url("approve", candidate), {"expected_version": "x"})
+    assert response.status_code == 303
+    assert 'class="errorlist"' in text_of(client.get(response["Location"]))
     assert refresh(candidate).status == Candidate.Status.PENDING
 
 
@@ -288,11 +292,10 @@ def test_a_revise_creates_the_next_version_and_keeps_the_evidence(reviewer: User
 
 def test_a_revise_with_a_blank_field_shows_the_error(reviewer: User) -> None:
     candidate = make_candidate()
-    response = client_for(reviewer).post(
-        url("revise", candidate), {**experience(lesson="   "), "expected_version": 1}
-    )
-    assert response.status_code == 422
-    assert "errorlist" in text_of(response)
+    client = client_for(reviewer)
+    response = client.post(url("revise", candidate), {**experience(lesson="   "), "expected_version": 1})
+    assert response.status_code == 303
+    assert "errorlist" in text_of(client.get(response["Location"]))
     assert refresh(candidate).version == 1
 
 
@@ -319,9 +322,10 @@ def test_a_skill_revise_reports_the_api_rules(reviewer: User) -> None:
         "validation": "",
         "expected_version": 1,
     }
-    response = client_for(reviewer).post(url("revise", candidate), data)
-    assert response.status_code == 422
-    assert text_of(response).count('class="errorlist"') >= 2
+    client = client_for(reviewer)
+    response = client.post(url("revise", candidate), data)
+    assert response.status_code == 303
+    assert text_of(client.get(response["Location"])).count('class="errorlist"') >= 2
 
 
 # --- conflicts ---------------------------------------------------------------------------------
@@ -749,10 +753,10 @@ def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: Us
     assert large == small
     assert _queries(client, url("queue") + "?family=experience&q=migration&age=lt1d") == small_filtered
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
-    # Session, user, permissions (2), two capped family counts, the capped matching count and
-    # the page (one query per family; one in all with a family filter).
-    assert small == 9, small
-    assert _queries(client, url("queue") + "?family=skill") == 8
+    # Session, user, permissions (2), two capped family counts, the capped matching count, the
+    # page (one query per family; one in all with a family filter) and the canned reasons.
+    assert small == 10, small
+    assert _queries(client, url("queue") + "?family=skill") == 9
 
 
 def test_the_candidate_page_costs_the_same_queries_for_3_and_11_evidence_items(reviewer: User) -> None:
@@ -804,3 +808,190 @@ def test_decided_candidates_page_newest_first(reviewer: User, monkeypatch: pytes
     assert (
         f'href="{url("candidate", Candidate.objects.get(pk=newest[0]))}?status=approved" data-key="p"' in page
     )
+
+
+# --- issue 13 bugs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_an_expired_session_leads_back_to_the_candidate_page_not_the_post_only_url(action: str) -> None:
+    candidate = make_candidate()
+    response = Client().post(url(action, candidate) + "?family=experience", {"expected_version": 1})
+    assert response.status_code == 302
+    location = urlsplit(response["Location"])
+    assert location.path == "/accounts/login/"
+    assert parse_qs(location.query) == {"next": [f"{url('candidate', candidate)}?family=experience"]}
+
+
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_a_get_of_an_action_url_goes_to_the_candidate_page(reviewer: User, action: str) -> None:
+    candidate = make_candidate()
+    response = client_for(reviewer).get(url(action, candidate) + "?family=experience")
+    assert (response.status_code, response["Location"]) == (
+        302,
+        url("candidate", candidate) + "?family=experience",
+    )
+    assert refresh(candidate).status == Candidate.Status.PENDING
+
+
+def test_a_csrf_failure_on_an_action_explains_links_back_and_keeps_the_typed_reason(reviewer: User) -> None:
+    candidate = make_candidate()
+    client, _ = _csrf_client(reviewer, candidate)
+    response = client.post(
+        url("reject", candidate) + "?family=experience",
+        {"expected_version": 1, "reason": "Too vague <b>to</b> help.", "csrfmiddlewaretoken": "stale"},
+    )
+    assert response.status_code == 403
+    body = text_of(response)
+    assert "CSRF verification failed" not in body
+    assert "signed in again" in body
+    assert f'href="{url("candidate", candidate)}?family=experience"' in body
+    assert "Too vague &lt;b&gt;to&lt;/b&gt; help." in body
+    assert refresh(candidate).status == Candidate.Status.PENDING
+
+
+def test_a_csrf_failure_elsewhere_links_to_the_inbox(reviewer: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    response = client.post("/accounts/logout/", {})
+    assert response.status_code == 403
+    assert 'href="/review/"' in text_of(response)
+
+
+def test_a_decided_update_diffs_against_the_revision_it_replaced(reviewer: User) -> None:
+    base = approve(make_candidate(proposal=experience(lesson="The old <lesson>.")), reviewer)
+    update = approve(make_update_candidate(base, experience(lesson="The new <lesson>.")), reviewer)
+    body = text_of(client_for(reviewer).get(url("candidate", update)))
+    assert "refused as a conflict" not in body
+    assert "<del>old</del>" in body
+    assert "<ins>new</ins>" in body
+    assert "Revision 1 (replaced)" in body
+    rejected = make_update_candidate(update, experience(lesson="A rejected <lesson>."))
+    client_for(reviewer).post(url("reject", rejected), {"expected_version": 1, "reason": "No."})
+    approve(make_update_candidate(update), reviewer)  # the head moves on past revision 2
+    body = text_of(client_for(reviewer).get(url("candidate", rejected)))
+    assert "refused as a conflict" not in body
+    assert "<ins>rejected</ins>" in body
+    assert "Revision 2 (its target)" in body
+
+
+def test_an_invalid_reject_redirects_to_the_candidate_page_with_the_errors_and_the_text(
+    reviewer: User,
+) -> None:
+    candidate = make_candidate()
+    client = client_for(reviewer)
+    response = client.post(
+        url("reject", candidate) + "?family=experience", {"expected_version": 1, "reason": "x" * 2001}
+    )
+    assert (response.status_code, response["Location"]) == (
+        303,
+        url("candidate", candidate) + "?family=experience",
+    )
+    page = text_of(client.get(response["Location"]))
+    assert 'class="errorlist"' in page
+    assert "x" * 2001 in page
+    again = text_of(client.get(response["Location"]))  # a reload shows the plain page
+    assert 'class="errorlist"' not in again
+    assert refresh(candidate).status == Candidate.Status.PENDING
+
+
+def test_an_invalid_revise_redirects_to_the_revise_page_with_the_errors_and_the_text(
+    reviewer: User,
+) -> None:
+    candidate = make_candidate()
+    client = client_for(reviewer)
+    data = {**experience(lesson="   ", outcome="Kept <typed> outcome."), "expected_version": 1}
+    response = client.post(url("revise", candidate), data)
+    assert (response.status_code, response["Location"]) == (303, url("revise", candidate))
+    page = text_of(client.get(response["Location"]))
+    assert 'class="errorlist"' in page
+    assert "Kept &lt;typed&gt; outcome." in page
+    assert 'class="errorlist"' not in text_of(client.get(response["Location"]))
+    assert refresh(candidate).version == 1
+
+
+def test_the_conflict_page_reads_well_without_a_version(reviewer: User) -> None:
+    candidate = approve(make_candidate(), reviewer)
+    body = text_of(client_for(reviewer).get(url("revise", candidate)))
+    assert f"You tried to <b>revise</b> candidate #{candidate.pk}." in body
+
+
+@pytest.mark.parametrize(
+    ("refs", "text"), [(1, "its 1 evidence reference is kept"), (2, "its 2 evidence references are kept")]
+)
+def test_the_revise_page_agrees_in_number(reviewer: User, refs: int, text: str) -> None:
+    candidate = make_candidate(source_refs=[make_source() for _ in range(refs)])
+    assert text in text_of(client_for(reviewer).get(url("revise", candidate)))
+
+
+def test_an_invalid_age_is_reported_by_its_name(viewer: User) -> None:
+    body = text_of(client_for(viewer).get(url("queue") + "?age=zzz"))
+    assert "[invalid name]" not in body
+    assert "Age: " in body
+
+
+def test_an_unknown_status_does_not_claim_to_list_pending_candidates(viewer: User) -> None:
+    body = text_of(client_for(viewer).get(url("queue") + "?status=deleted"))
+    assert "Pending candidates" not in body
+    assert "<h1>Candidates</h1>" in body
+
+
+# --- the update path: rebase a stale update ----------------------------------------------------
+
+
+def _stale_update(reviewer: User) -> tuple[Candidate, Candidate]:
+    base = approve(make_candidate(proposal=experience(lesson="Revision one <lesson>.")), reviewer)
+    first = make_update_candidate(base, experience(lesson="Revision two <lesson>."))
+    stale = make_update_candidate(base, experience(lesson="The stale proposal <lesson>."))
+    return approve(first, reviewer), stale
+
+
+def test_a_stale_update_offers_a_rebase_and_disables_approve(reviewer: User) -> None:
+    _, stale = _stale_update(reviewer)
+    body = text_of(client_for(reviewer).get(url("candidate", stale)))
+    assert "Rebase onto revision 2" in body
+    assert re.search(r'<button type="submit" class="btn primary block" disabled[^>]*>Approve version 1', body)
+    assert 'data-key="a"' not in body
+    # The diff card comes before the proposal.
+    assert body.index("Update of") < body.index("Proposal <small>")
+
+
+def test_a_rebase_retargets_to_the_current_head_and_then_approves(reviewer: User) -> None:
+    moved, stale = _stale_update(reviewer)
+    client = client_for(reviewer)
+    response = client.post(
+        url("rebase", stale) + "?family=experience", {"expected_version": 1, "revision": 2}
+    )
+    assert response["Location"] == url("candidate", stale) + "?family=experience"
+    stale = refresh(stale)
+    assert stale.version == 2
+    assert stale.latest.target == {**result_ref(moved), "revision": 2}
+    assert stale.latest.artifact_refs == [stale.latest.target]
+    assert stale.latest.proposal["lesson"] == "The stale proposal <lesson>."
+    assert stale.latest.created_by == reviewer
+    body = text_of(client.get(response["Location"]))
+    assert "Rebased candidate" in body and "Rebase onto" not in body
+    assert "<del>two</del>" in body  # diffed against revision 2 now
+    assert client.post(url("approve", stale), {"expected_version": 2}).status_code == 302
+    assert refresh(stale).result_revision == 3
+
+
+def test_a_rebase_onto_a_revision_that_is_no_longer_the_head_is_a_conflict(reviewer: User) -> None:
+    moved, stale = _stale_update(reviewer)
+    approve(make_update_candidate(moved), reviewer)  # the head is at 3 now
+    response = client_for(reviewer).post(url("rebase", stale), {"expected_version": 1, "revision": 2})
+    assert response.status_code == 409
+    assert "The target moved on" in text_of(response)
+    assert refresh(stale).version == 1
+
+
+def test_a_rebase_of_a_candidate_without_a_target_changes_nothing(reviewer: User, viewer: User) -> None:
+    candidate = make_candidate()
+    client = client_for(reviewer)
+    response = client.post(url("rebase", candidate), {"expected_version": 1, "revision": 2})
+    assert "Only an update" in text_of(client.get(response["Location"]))
+    assert (
+        client_for(viewer).post(url("rebase", candidate), {"expected_version": 1, "revision": 2}).status_code
+        == 403
+    )
+    assert refresh(candidate).version == 1
