@@ -1,0 +1,31 @@
+"""Review Inbox views: parse, authorize, call one service or selector, render.
+
+Every page needs a logged-in user. Reviewers (``review.review_candidate``) may approve, reject and
+revise; other users get the same pages read-only, and their POSTs are 403. Writes go through
+``review.services`` only, each guarded by the hidden ``expected_version`` (compare-and-swap); a
+stale or terminal candidate, or a target that moved on, renders the conflict page (409) with the
+current version, never a 500. Every POST redirects (POST/redirect/GET): on success to the next
+candidate, on a form error back to the page of the form, which shows the errors and the posted
+text once (they travel in the session), so a reload never resubmits.
+"""
+
+from review.views.candidate import (
+    candidate_approve,
+    candidate_detail,
+    candidate_history,
+    candidate_rebase,
+    candidate_reject,
+    candidate_revise,
+)
+from review.views.listing import queue, queue_bulk
+
+__all__ = [
+    "candidate_approve",
+    "candidate_detail",
+    "candidate_history",
+    "candidate_rebase",
+    "candidate_reject",
+    "candidate_revise",
+    "queue",
+    "queue_bulk",
+]

@@ -1,0 +1,326 @@
+"""One candidate: its page, approve / reject / rebase / revise, history."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from powercontext.exceptions import (
+    ArtifactConflict,
+    CandidateTerminal,
+    Conflict,
+    InvalidRequest,
+)
+from review import services
+from review.forms import REVISE_FORMS, ApproveForm, RebaseForm, RejectForm, add_service_errors
+from review.models import Candidate
+from review.selectors import candidate as candidate_selectors
+from review.selectors import evidence as evidence_selectors
+from review.selectors import queue as queue_selectors
+from review.selectors import reasons as reason_selectors
+from review.views.common import (
+    CONFLICTS,
+    action_login_required,
+    can_review,
+    candidate_url,
+    filterset_for,
+    forbidden_page,
+    not_found_page,
+    redirect_to_form,
+    reviewer_of,
+    small_int,
+    unstash_form,
+    with_qs,
+)
+
+
+def _candidate_context(
+    request: HttpRequest,
+    candidate: Candidate,
+    *,
+    approve_form: ApproveForm | None = None,
+    reject_form: RejectForm | None = None,
+) -> dict[str, Any]:
+    summary = candidate_selectors.candidate_summary(candidate)
+    filterset = filterset_for(request)
+    next_pk = prev_pk = None
+    if filterset.is_valid():
+        ascending = queue_selectors.ascending_for(filterset.status_value)
+        split = not filterset.one_family
+        next_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, ascending=ascending, split=split)
+        prev_pk = queue_selectors.neighbour(
+            filterset.qs, candidate.pk, ascending=ascending, forward=False, split=split
+        )
+    evidence = None
+    if summary.latest is not None:
+        evidence = evidence_selectors.evidence_resolve(
+            scope_id=candidate.scope_id,
+            family=candidate.family,
+            version=summary.latest,
+            status=candidate.status,
+        )
+    initial = {"expected_version": candidate.version}
+    approve_form = approve_form or unstash_form(request, candidate.pk, "approve", ApproveForm)
+    reject_form = reject_form or unstash_form(request, candidate.pk, "reject", RejectForm)
+    return {
+        "candidate": summary,
+        "evidence": evidence,
+        "filter_qs": filterset.querystring(),
+        "next_pk": next_pk,
+        "prev_pk": prev_pk,
+        "can_review": can_review(request),
+        "approve_form": approve_form or ApproveForm(initial=initial),
+        "reject_form": reject_form or RejectForm(initial=initial),
+        "canned_reasons": (
+            reason_selectors.canned_reasons() if summary.is_pending and can_review(request) else []
+        ),
+    }
+
+
+@login_required
+@require_GET
+def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    if (candidate := candidate_selectors.candidate_load(pk)) is None:
+        return not_found_page(request)
+    return render(request, "review/candidate.html", _candidate_context(request, candidate))
+
+
+def _conflict(
+    request: HttpRequest, pk: int, exc: Conflict, *, action: str, expected_version: int | None
+) -> HttpResponse:
+    """The 409 page: what was attempted, and the candidate as it is now (re-read after the
+    failed transaction), with what changed since the version the reviewer saw."""
+    candidate = candidate_selectors.candidate_load(pk)
+    assert candidate is not None  # candidates are never deleted (PROTECT)
+    summary = candidate_selectors.candidate_summary(candidate)
+    changes = None
+    seen = None
+    if expected_version is not None and expected_version != candidate.version:
+        versions = {v.version: v for v in candidate_selectors.candidate_versions(candidate)}
+        seen = versions.get(expected_version)
+        if seen is not None and summary.latest is not None:
+            changes = candidate_selectors.history_items(candidate.family, [seen, summary.latest])[1].changes
+    current_head = (exc.details or {}).get("current") if isinstance(exc, ArtifactConflict) else None
+    return render(
+        request,
+        "review/conflict.html",
+        {
+            "candidate": summary,
+            "action": action,
+            "code": exc.code,
+            "message": exc.message,
+            "expected_version": expected_version,
+            "seen_version": seen,
+            "changes": changes,
+            "artifact_conflict": isinstance(exc, ArtifactConflict),
+            "current_head": current_head,
+            "filter_qs": filterset_for(request).querystring(),
+            "can_review": can_review(request),
+        },
+        status=409,
+    )
+
+
+def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
+    """Go on to the next candidate of the same queue, or back to the queue when none is left."""
+    filterset = filterset_for(request)
+    qs = filterset.querystring()
+    if filterset.is_valid():
+        next_pk = queue_selectors.neighbour(
+            filterset.qs,
+            pk,
+            ascending=queue_selectors.ascending_for(filterset.status_value),
+            split=not filterset.one_family,
+        )
+        if next_pk is not None:
+            return HttpResponseRedirect(candidate_url(next_pk, qs))
+    return HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
+
+
+def _decide(
+    request: HttpRequest,
+    pk: int,
+    *,
+    action: str,
+    form_class: type[ApproveForm] | type[RejectForm],
+    decide: Callable[[Candidate, dict[str, Any]], str],
+) -> HttpResponse:
+    """Approve and reject: load, validate the form, call the service, then go on to the next
+    candidate (or back to the candidate page with the form's errors, or the 409 conflict page).
+    A GET (a stale bookmark, a log-in's ``next``) goes to the candidate page."""
+    if request.method == "GET":
+        return HttpResponseRedirect(candidate_url(pk, filterset_for(request).querystring()))
+    if not can_review(request):
+        return forbidden_page(request)
+    candidate = candidate_selectors.candidate_load(pk)
+    if candidate is None:
+        return not_found_page(request)
+    form = form_class(request.POST)
+    if form.is_valid():
+        expected = form.cleaned_data["expected_version"]
+        try:
+            message = decide(candidate, form.cleaned_data)
+        except CONFLICTS as exc:
+            return _conflict(request, pk, exc, action=action, expected_version=expected)
+        except InvalidRequest as exc:
+            add_service_errors(form, exc)
+        else:
+            # Tells the browser the draft of this form was submitted (see inbox.js).
+            messages.success(request, message, extra_tags=f"{action}:{pk}")
+            return _after_decision(request, pk)
+    url = candidate_url(pk, filterset_for(request).querystring())
+    return redirect_to_form(request, pk, action, form, url)
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    def approve(candidate: Candidate, data: dict[str, Any]) -> str:
+        approved = services.candidate_approve(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=data["expected_version"],
+            reviewer=reviewer_of(request),
+        )
+        message = f"Approved candidate #{pk} (version {data['expected_version']})"
+        if approved.result_head is not None:
+            head = approved.result_head
+            message += f" as {head.family}/{head.artifact_id} revision {approved.result_revision}"
+        return message + "."
+
+    return _decide(request, pk, action="approve", form_class=ApproveForm, decide=approve)
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
+    def reject(candidate: Candidate, data: dict[str, Any]) -> str:
+        services.candidate_reject(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=data["expected_version"],
+            reason=data["reason"],
+            reviewer=reviewer_of(request),
+        )
+        return f"Rejected candidate #{pk} (version {data['expected_version']})."
+
+    return _decide(request, pk, action="reject", form_class=RejectForm, decide=reject)
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
+    """Retarget a stale pending update to its Artifact's current head (a revise), then show the
+    candidate again with the recomputed diff."""
+    qs = filterset_for(request).querystring()
+    if request.method == "GET":
+        return HttpResponseRedirect(candidate_url(pk, qs))
+    if not can_review(request):
+        return forbidden_page(request)
+    candidate = candidate_selectors.candidate_load(pk)
+    if candidate is None:
+        return not_found_page(request)
+    form = RebaseForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The rebase form was malformed; reload the page.")
+        return HttpResponseRedirect(candidate_url(pk, qs))
+    expected, onto = form.cleaned_data["expected_version"], form.cleaned_data["revision"]
+    try:
+        rebased = services.candidate_rebase(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=expected,
+            onto_revision=onto,
+            reviewer=reviewer_of(request),
+        )
+    except CONFLICTS as exc:
+        return _conflict(request, pk, exc, action="rebase", expected_version=expected)
+    except InvalidRequest as exc:
+        messages.error(request, exc.message if not exc.details else str(exc.details["errors"][0]["msg"]))
+    else:
+        messages.success(
+            request,
+            f"Rebased candidate #{pk} onto revision {onto} as version {rebased.version}. "
+            "Review the diff against the current revision before approving.",
+        )
+    return HttpResponseRedirect(candidate_url(pk, qs))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
+    if not can_review(request):
+        return forbidden_page(request)
+    candidate = candidate_selectors.candidate_load(pk)
+    if candidate is None:
+        return not_found_page(request)
+    summary = candidate_selectors.candidate_summary(candidate)
+    form_class = REVISE_FORMS[candidate.family]
+    qs = filterset_for(request).querystring()
+    if summary.latest is None or not summary.is_pending:
+        posted = small_int(request.POST.get("expected_version")) if request.method == "POST" else None
+        return _conflict(
+            request,
+            pk,
+            CandidateTerminal(details={"status": candidate.status}),
+            action="revise",
+            expected_version=posted,
+        )
+    if request.method == "GET":
+        form = unstash_form(request, pk, "revise", form_class) or form_class(
+            initial=form_class.initial_from(candidate.version, summary.latest)
+        )
+    else:
+        form = form_class(request.POST)
+        if form.is_valid():
+            expected = form.cleaned_data["expected_version"]
+            try:
+                revised = services.candidate_revise(
+                    scope_id=candidate.scope_id,
+                    candidate_id=candidate.candidate_id,
+                    expected_version=expected,
+                    submission=form.submission(summary.latest),
+                    reviewer=reviewer_of(request),
+                )
+            except CONFLICTS as exc:
+                return _conflict(request, pk, exc, action="revise", expected_version=expected)
+            except InvalidRequest as exc:
+                add_service_errors(form, exc)
+            else:
+                messages.success(
+                    request, f"Saved version {revised.version} of candidate #{pk}.", extra_tags=f"revise:{pk}"
+                )
+                return HttpResponseRedirect(candidate_url(pk, qs))
+        return redirect_to_form(request, pk, "revise", form, with_qs(reverse("review:revise", args=[pk]), qs))
+    return render(
+        request,
+        "review/revise.html",
+        {"candidate": summary, "form": form, "filter_qs": qs, "can_review": True},
+    )
+
+
+@login_required
+@require_GET
+def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
+    if (candidate := candidate_selectors.candidate_load(pk)) is None:
+        return not_found_page(request)
+    items = candidate_selectors.history_items(
+        candidate.family, candidate_selectors.candidate_versions(candidate)
+    )
+    return render(
+        request,
+        "review/history.html",
+        {
+            "candidate": candidate_selectors.candidate_summary(candidate),
+            "items": list(reversed(items)),
+            "filter_qs": filterset_for(request).querystring(),
+            "can_review": can_review(request),
+        },
+    )

@@ -1,0 +1,138 @@
+"""The queue page and bulk decisions over it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_GET, require_http_methods
+
+from review import services
+from review.forms import BulkForm
+from review.models import Candidate, ReviewDecision
+from review.selectors import queue as queue_selectors
+from review.selectors import reasons as reason_selectors
+from review.views.common import (
+    can_review,
+    candidate_url,
+    filterset_for,
+    forbidden_page,
+    reviewer_of,
+    small_int,
+    with_qs,
+)
+
+
+@login_required
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    filterset = filterset_for(request)
+    status = filterset.status_value if filterset.is_valid() else ""
+    if filterset.is_valid():
+        rows = filterset.qs
+        page = queue_selectors.queue_page(
+            rows,
+            ascending=queue_selectors.ascending_for(status),
+            after=small_int(request.GET.get("after")),
+            before=small_int(request.GET.get("before")),
+            split=not filterset.one_family,
+        )
+        matching = queue_selectors.capped_count(rows)
+    else:
+        page = queue_selectors.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
+        matching = queue_selectors.CappedCount(0, False)
+    return render(
+        request,
+        "review/queue.html",
+        {
+            "filter_form": filterset.form,
+            "filter_qs": filterset.querystring(),
+            "status": status,
+            "page": page,
+            "matching": matching,
+            "counts": queue_selectors.queue_counts(),
+            "can_review": can_review(request),
+            "bulk": can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
+            "bulk_max": queue_selectors.BULK_MAX,
+            "seen": int(timezone.now().timestamp() * 1_000_000),
+            "canned_reasons": reason_selectors.canned_reasons() if can_review(request) else [],
+        },
+    )
+
+
+CONFLICT_WORDS = {
+    "candidate_conflict": "changed since you looked",
+    "candidate_terminal": "already decided",
+    "artifact_conflict": "its target moved on",
+    "candidate_not_found": "no longer exists",
+}
+
+
+def _bulk_message(outcomes: list[services.BulkOutcome], decided: str, qs: str) -> SafeString:
+    """``8 approved, 2 conflicts: #12 (changed since you looked), #15 (...)``, with links."""
+    done = sum(1 for o in outcomes if o.outcome == "decided")
+    failed = [o for o in outcomes if o.outcome != "decided"]
+    text = format_html("{} {}", done, decided)
+    if not failed:
+        return format_html("{}.", text)
+    links = format_html_join(
+        ", ",
+        '<a href="{}">#{}</a> ({})',
+        ((candidate_url(o.pk, qs), o.pk, CONFLICT_WORDS.get(o.code or "", "conflict")) for o in failed),
+    )
+    noun = "conflict" if len(failed) == 1 else "conflicts"
+    return format_html(
+        "{}, {} {}: {}. Nothing was decided for {}; open {} to review the current version.",
+        text,
+        len(failed),
+        noun,
+        links,
+        "it" if len(failed) == 1 else "them",
+        "it" if len(failed) == 1 else "them",
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def queue_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the selected rows (or all rows matching the filters, as the reviewer saw
+    them), each in its own transaction; back to the queue with "8 approved, 2 conflicts"."""
+    if not can_review(request):
+        return forbidden_page(request)
+    filterset = filterset_for(request)
+    qs = filterset.querystring()
+    back = HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
+    back.status_code = 303
+    form = BulkForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, str(error))
+        return back
+    data = form.cleaned_data
+    if data["all_matching"]:
+        if not filterset.is_valid() or filterset.status_value != Candidate.Status.PENDING:
+            messages.error(request, "Only pending candidates can be decided.")
+            return back
+        seen = datetime.fromtimestamp(data["seen"] / 1_000_000, tz=UTC)
+        items = queue_selectors.matching_items(filterset.qs, seen=seen)
+    else:
+        items = data["item"]
+    decision = (
+        ReviewDecision.Decision.APPROVED
+        if data["decision"] == "approve"
+        else ReviewDecision.Decision.REJECTED
+    )
+    outcomes = services.candidates_decide_bulk(
+        items=items, decision=decision, reason=data["reason"] or None, reviewer=reviewer_of(request)
+    )
+    tags = "bulk-reject" if decision == ReviewDecision.Decision.REJECTED else ""
+    messages.success(request, _bulk_message(outcomes, str(decision), qs), extra_tags=tags)
+    return back
