@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
-import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from django.conf import settings
 
 logger = logging.getLogger("powercontext.search")
 
@@ -117,6 +117,11 @@ class Embedder:
                 self._queries.popitem(last=False)
         return vector
 
+    def forget_queries(self) -> None:
+        """Empty the query cache (benchmarks time query vectors computed afresh)."""
+        with self._lock:
+            self._queries.clear()
+
 
 def to_bytes(vector: Vector) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
@@ -130,13 +135,9 @@ _lock = threading.Lock()
 _state: dict[str, Embedder | None] = {}
 
 
-def enabled_by_environment() -> bool:
-    return os.environ.get("POWERCONTEXT_EMBEDDINGS", "on").strip().lower() not in {"off", "0", "false", "no"}
-
-
 def load_embedder() -> Embedder:
     """Load the model (raises ``ModelUnavailable`` or any import error). Tests replace this."""
-    if not enabled_by_environment():
+    if not settings.POWERCONTEXT_EMBEDDINGS:
         raise ModelUnavailable("disabled by POWERCONTEXT_EMBEDDINGS")
     return Embedder()
 
