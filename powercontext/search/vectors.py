@@ -8,7 +8,7 @@ Search is exact and in process, on both databases: this Python's ``sqlite3`` can
 extensions (no ``enable_load_extension``), so sqlite-vec is out, and pgvector is not packaged for
 the PostgreSQL this service targets. A scope's vectors are read once into one float32 matrix and
 cached by (head revision, largest vector id): any write moves the head and any rebuild adds rows,
-so a stale matrix is never used. Hits are then read by one statement that re-checks that each is
+so a stale matrix is never used; after a write only what changed since the cached head is read. Hits are then read by one statement that re-checks that each is
 still active in the head and reads the head revision, so all hits cite the revision it saw.
 
 ``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
@@ -129,20 +129,51 @@ def _head_and_max_id(scope_id: str) -> tuple[int, int]:
     return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
 
 
-def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVectors:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT m.id, x.vector FROM {MemoryMembership._meta.db_table} m"
-            f" JOIN {MemoryEntryVector._meta.db_table} x ON x.entry_version_id = m.entry_version_id"
-            f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND x.model = %s"
-            f" ORDER BY m.id",
-            [scope_id, model_id],
-        )
-        rows = cursor.fetchall()
+def _matrix(rows: Sequence[tuple[int, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
     data = b"".join(bytes(row[1]) for row in rows)
     matrix = np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(len(rows), embedding.DIMENSIONS)
+    return ids, matrix
+
+
+_ACTIVE_VECTORS_SQL = (
+    f"SELECT m.id, x.vector FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {MemoryEntryVector._meta.db_table} x ON x.entry_version_id = m.entry_version_id"
+    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND x.model = %s"
+)
+
+
+def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVectors:
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_VECTORS_SQL + " ORDER BY m.id", [scope_id, model_id])
+        ids, matrix = _matrix(cursor.fetchall())
     return _ScopeVectors(revision, max_id, ids, matrix)
+
+
+def _refresh(
+    cached: _ScopeVectors, scope_id: str, revision: int, max_id: int, model_id: str
+) -> _ScopeVectors:
+    """Bring a cached matrix from its head to ``revision`` by reading only what changed:
+    memberships closed since (``to_revision`` > the cached head) leave, vectors inserted since
+    (``id`` > the cached largest id: every write inserts its versions' vectors) of memberships
+    still active join, replacing any row of the same membership. O(changes), not O(scope)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id FROM {MemoryMembership._meta.db_table} m WHERE m.scope_id = %s AND m.to_revision > %s",
+            [scope_id, cached.revision],
+        )
+        closed = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            _ACTIVE_VECTORS_SQL + " AND x.id > %s ORDER BY m.id", [scope_id, model_id, cached.max_id]
+        )
+        added_ids, added = _matrix(cursor.fetchall())
+    keep = ~np.isin(cached.membership_ids, np.concatenate([np.asarray(closed, dtype=np.int64), added_ids]))
+    return _ScopeVectors(
+        revision,
+        max_id,
+        np.concatenate([cached.membership_ids[keep], added_ids]),
+        np.concatenate([cached.matrix[keep], added]),
+    )
 
 
 def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
@@ -154,7 +185,10 @@ def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
         if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
             _cache.move_to_end(scope_id)
             return cached
-    loaded = _load(scope_id, revision, max_id, model_id)
+    if cached is not None and revision > cached.revision and max_id >= cached.max_id:
+        loaded = _refresh(cached, scope_id, revision, max_id, model_id)
+    else:  # first read, or vectors changed without a write (a rebuild): read them all
+        loaded = _load(scope_id, revision, max_id, model_id)
     with _cache_lock:
         _cache[scope_id] = loaded
         _cache.move_to_end(scope_id)

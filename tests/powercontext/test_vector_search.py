@@ -262,3 +262,23 @@ def test_fusion_weights_ranks_and_merges_channels() -> None:
     )
     assert all(0.0 < r.score <= 1.0 for r in fused)
     assert vectors.fuse([(1.0, lexical), (0.8, semantic)], 1) == fused[:1]
+
+
+@pytest.mark.django_db
+def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embeddings: Any) -> None:
+    mutations = seed()
+    assert search.vector_search_memory("vec", PARAPHRASE, 1)  # cache the matrix
+    head = mutations[-1].revision
+    revised = memory_services.memory_revise(
+        scope_id="vec", citation=citation_of(mutations[1], at=head), kind="note", text="lunch moved to one"
+    )
+    memory_services.memory_retire(scope_id="vec", citation=citation_of(mutations[2], at=revised.revision))
+    make_memory("vec", "a watercolour of the dawn")
+    assert search.vector_search_memory("vec", PARAPHRASE, 1)
+
+    cached = vectors._cache["vec"]
+    full = vectors._load("vec", cached.revision, cached.max_id, embedding.MODEL_ID)
+    assert sorted(cached.membership_ids.tolist()) == full.membership_ids.tolist()
+    by_id = dict(zip(cached.membership_ids.tolist(), cached.matrix, strict=True))
+    for pk, row in zip(full.membership_ids.tolist(), full.matrix, strict=True):
+        assert (by_id[pk] == row).all()
