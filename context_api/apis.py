@@ -16,8 +16,8 @@ from context_api.builder import SCHEMA
 from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
 from context_api.operations import stats as stats_operations
-from context_api.operations.memory import SUPPORTED_SEARCH_MODES
 from context_api.validation import parse_json_object, read_body
+from powercontext import search
 from powercontext.families import Family
 from powercontext.pipeline import generators
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
@@ -122,7 +122,7 @@ class CapabilitiesApi(APIView):
                 "managed_skill_generation": False,
                 "external_skill_registry": False,
                 "handoff_generation": False,
-                "search_modes": list(SUPPORTED_SEARCH_MODES),
+                "search_modes": list(search.available_modes()),
                 "context_versions": [SCHEMA],
             }
         )

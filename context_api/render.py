@@ -40,13 +40,13 @@ def memory_mutation(revision: int, entry: EntryView | None) -> dict[str, Any]:
 def memory_search(result: SearchResult) -> dict[str, Any]:
     return {
         "memory": memory_ref(result.revision),
-        "mode": "fts" if result.revision is not None else None,
+        "mode": result.mode if result.revision is not None else None,
         "hits": [
             {
                 "citation": citation(hit.revision, hit.entry_id, hit.entry_version_id),
                 "text": hit.text,
                 "score": hit.score,
-                "matched_by": ["fts"],
+                "matched_by": list(hit.matched_by),
             }
             for hit in result.hits
         ],

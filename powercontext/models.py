@@ -270,6 +270,28 @@ class ExperienceSearchDocument(models.Model):
         return f"experience search document #{self.pk}"
 
 
+class MemoryEntryVector(models.Model):
+    """Derived embedding of one entry version that is active in its scope's current head.
+
+    A projection, never an authority (``powercontext.search.vectors`` writes, rebuilds and
+    verifies it). Entry versions are immutable, so a vector never goes stale while its version
+    stays active; ``model`` names the model that computed it. ``id`` grows with every insert,
+    so a scope's largest id tells in-process caches that rows were added (a rebuild).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    entry_version = models.OneToOneField(MemoryEntryVersion, on_delete=models.CASCADE, related_name="vector")
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    model = models.CharField(max_length=64)
+    vector = models.BinaryField()  # float32 little-endian, unit length
+
+    class Meta:
+        indexes = [models.Index(fields=["scope_id", "id"], name="memory_vector_scope_id")]
+
+    def __str__(self) -> str:
+        return f"memory entry vector #{self.pk}"
+
+
 # The background pipeline's tables live in their own module; importing them here registers them
 # in this app (migrations, admin).
 from powercontext.pipeline.models import (  # noqa: E402

@@ -258,6 +258,10 @@ LOGIN_REDIRECT_URL = "/review/"
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
 # always need a reviewer token (see README).
 POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
+
+# Local embeddings (vector/hybrid search, a derived index): on unless turned off; they are off
+# by themselves when the model packages cannot load.
+POWERCONTEXT_EMBEDDINGS = _env_bool("POWERCONTEXT_EMBEDDINGS", True)
 # Browser origins allowed to call the API (comma-separated, exact "scheme://host[:port]"). A request
 # carrying any other Origin header is refused (403); requests without one (agents, hooks, curl)
 # are not affected. Empty by default: no browser page may call /mcp.

@@ -135,6 +135,51 @@ def _collected_static_files(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield
 
 
+_REAL_EMBEDDER: list[Any] = []
+
+
+def _unavailable_model() -> Any:
+    from powercontext.search.embedding import ModelUnavailable
+
+    raise ModelUnavailable("not requested by this test")
+
+
+def _shared_model() -> Any:
+    from powercontext.search.embedding import Embedder
+
+    if not _REAL_EMBEDDER:
+        _REAL_EMBEDDER.append(Embedder())
+    return _REAL_EMBEDDER[0]
+
+
+@pytest.fixture(autouse=True)
+def _embedding_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The embedding model is off unless a test asks for the ``embeddings`` fixture.
+
+    So every other test runs the fallback the product takes when the model cannot load (writes
+    skip the vector step, ``auto`` = ``fts``, ``vector``/``hybrid`` unsupported), and the tests
+    that ask for the model share one real instance per run (it loads in ~0.3 s)."""
+    from powercontext.search import embedding, vectors
+
+    wanted = "embeddings" in request.fixturenames
+    monkeypatch.setattr(embedding, "load_embedder", _shared_model if wanted else _unavailable_model)
+    embedding.reset()
+    vectors.clear_cache()
+    yield
+    embedding.reset()
+    vectors.clear_cache()
+
+
+@pytest.fixture
+def embeddings() -> Any:
+    """The real local embedding model (see ``_embedding_model``)."""
+    from powercontext.search import embedding
+
+    model = embedding.embedder()
+    assert model is not None, "the embedding model must load in the test environment"
+    return model
+
+
 @pytest.fixture
 def api(db: None) -> Api:
     return Api(Client())

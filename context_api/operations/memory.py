@@ -21,6 +21,7 @@ from context_api.validation import (
     normalized,
     scope_field,
 )
+from powercontext import search
 from powercontext.exceptions import CapabilityNotSupported
 from powercontext.selectors import memory as memory_selectors
 from powercontext.services import memory as memory_services
@@ -28,7 +29,6 @@ from powercontext.services.sources import source_capture
 
 MEMORY_TEXT_MAX_BYTES = 8192
 REASON_MAX_CHARS = 512
-SUPPORTED_SEARCH_MODES = ("auto", "fts")
 ALL_SEARCH_MODES = ("auto", "fts", "vector", "hybrid")
 
 
@@ -116,12 +116,12 @@ class SearchInput(StrictSerializer):
 @operation("search_memory", "v1/memory/search", SearchInput, read_only=True, idempotent=True)
 def search_memory(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Search the active entries of the scope's current Memory head."""
-    if data["mode"] not in SUPPORTED_SEARCH_MODES:
+    if data["mode"] not in search.available_modes():
         raise CapabilityNotSupported(details={"capability": f"search_mode:{data['mode']}"})
     if not NON_BLANK.search(data["query"]):
         raise field_error(["query"], "Must contain a non-whitespace character.", "string_blank")
     result = memory_selectors.memory_search(
-        scope_id=data["scope_id"], query=data["query"], limit=data["limit"]
+        scope_id=data["scope_id"], query=data["query"], limit=data["limit"], mode=data["mode"]
     )
     return render.memory_search(result)
 

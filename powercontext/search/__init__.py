@@ -13,7 +13,9 @@ head) and Experience (one row per approved, current Experience head, from its
 
 Modules by role: ``engines`` (per-vendor storage and ranking), ``indexes`` (the two indexes and
 their expected rows), ``queries`` (ranked reads), ``maintenance`` (writes inside the writers'
-transactions), ``rebuild`` (rebuild and verify). Callers use this package's names.
+transactions), ``rebuild`` (rebuild and verify), ``embedding`` (the local model) and ``vectors``
+(the Memory vector index: exact in-process vector search and hybrid fusion). Callers use this
+package's names.
 """
 
 from powercontext.search.engines import (
@@ -33,7 +35,20 @@ from powercontext.search.queries import (
     search_experience,
     search_memory,
 )
-from powercontext.search.rebuild import VerifyReport, count_expected, rebuild_index, verify_index
+from powercontext.search.rebuild import (
+    VerifyReport,
+    count_expected,
+    rebuild_index,
+    rebuild_vectors,
+    verify_index,
+)
+from powercontext.search.vectors import (
+    available_modes,
+    best_mode,
+    hybrid_search_context,
+    search_memory_mode,
+    vector_search_memory,
+)
 from powercontext.selectors.artifacts import EXPERIENCE_FAMILY
 from powercontext.selectors.artifacts import recallable_experience_heads as experience_heads
 
@@ -52,15 +67,21 @@ __all__ = [
     "PostgresEngine",
     "SqliteEngine",
     "VerifyReport",
+    "available_modes",
+    "best_mode",
     "count_expected",
     "engine",
     "experience_heads",
+    "hybrid_search_context",
     "index_experience_head",
     "index_memberships",
     "rebuild_index",
+    "rebuild_vectors",
     "search_context",
     "search_experience",
     "search_memory",
+    "search_memory_mode",
     "unindex_memberships",
+    "vector_search_memory",
     "verify_index",
 ]

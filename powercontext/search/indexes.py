@@ -39,7 +39,7 @@ class Index:
     scopes: Callable[[], list[str]]
 
 
-def _batched(rows: Any, pk: str) -> Iterator[Any]:
+def batched(rows: Any, pk: str) -> Iterator[Any]:
     last = 0
     while True:
         batch = list(rows.filter(**{f"{pk}__gt": last}).order_by(pk)[:REBUILD_BATCH])
@@ -53,7 +53,7 @@ def _expected_memory(scope_id: str | None) -> Iterator[tuple[int, str, list[str]
     rows = MemoryMembership.objects.filter(to_revision__isnull=True, state=MemoryMembership.State.ACTIVE)
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    for pk, scope, text in _batched(rows.values_list("pk", "scope_id", "entry_version__text"), "pk"):
+    for pk, scope, text in batched(rows.values_list("pk", "scope_id", "entry_version__text"), "pk"):
         yield pk, scope, analyzer.analyze(text)
 
 
@@ -61,7 +61,7 @@ def _expected_experience(scope_id: str | None) -> Iterator[tuple[int, str, list[
     rows = recallable_experience_heads()
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    for pk, scope, text in _batched(rows.values_list("pk", "scope_id", "searchable_text"), "pk"):
+    for pk, scope, text in batched(rows.values_list("pk", "scope_id", "searchable_text"), "pk"):
         yield pk, scope, text.split()
 
 

@@ -11,11 +11,16 @@ from collections.abc import Iterable
 from powercontext import analyzer
 from powercontext.models import Artifact, ExperienceSearchDocument, MemoryMembership, MemorySearchDocument
 from powercontext.search.engines import engine
+from powercontext.search.vectors import add_vectors, remove_vectors_of_memberships
 from powercontext.selectors.artifacts import is_recallable_experience
 
 
 def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
-    """Add index rows for active memberships; ``items`` pairs each membership with its text."""
+    """Add index rows for active memberships; ``items`` pairs each membership with its text.
+
+    Also embeds each membership's entry version when the model is available (skipped, never an
+    error, when it is not: the vector index is derived and ``verify`` reports the gap)."""
+    items = list(items)
     db = engine()
     MemorySearchDocument.objects.bulk_create(
         [
@@ -27,11 +32,13 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
             for membership, text in items
         ]
     )
+    add_vectors((m.entry_version_id, m.scope_id, text) for m, text in items)
 
 
 def unindex_memberships(membership_ids: Iterable[int]) -> None:
     ids = list(membership_ids)
     if ids:
+        remove_vectors_of_memberships(ids)
         MemorySearchDocument.objects.filter(membership_id__in=ids).delete()
 
 

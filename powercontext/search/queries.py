@@ -45,6 +45,7 @@ class MemorySearchRow:
     text: str
     score: float
     head_revision: int
+    matched_by: tuple[str, ...] = ("fts",)  # the rankings that found it: "fts", "vector"
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,18 @@ Only derived rows change, so citations are untouched; each scope is rebuilt in o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import models, transaction
 
+from powercontext.models import MemoryEntryVector, MemoryMembership
+from powercontext.search import embedding, vectors
 from powercontext.search.engines import Engine, engine
-from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index
+from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
+
+EMBED_BATCH = 256
 
 
 def count_expected(scope_id: str | None = None) -> int:
@@ -50,6 +55,7 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
     """
     db = engine()
     written = 0
+    rebuild_vectors(scope_id=scope_id)
     for index in INDEXES:
         scopes = [scope_id] if scope_id is not None else index.scopes()
         for scope in scopes:
@@ -71,10 +77,21 @@ class VerifyReport:
     mismatched: int = 0
     engine: list[str] = field(default_factory=list)
     repaired: bool = False
+    # The vector index (entry versions active in their head), counted on its own; not checked
+    # (``vectors_available`` False) when the model cannot load, since nothing could repair it.
+    vectors_available: bool = True
+    vectors_checked: int = 0
+    vectors_missing: int = 0
+    vectors_extra: int = 0
+    vectors_mismatched: int = 0
+
+    @property
+    def vectors_ok(self) -> bool:
+        return not (self.vectors_missing or self.vectors_extra or self.vectors_mismatched)
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.mismatched or self.engine)
+        return not (self.missing or self.extra or self.mismatched or self.engine) and self.vectors_ok
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -85,6 +102,13 @@ class VerifyReport:
             "mismatched": self.mismatched,
             "engine": list(self.engine),
             "repaired": self.repaired,
+            "vectors": {
+                "available": self.vectors_available,
+                "checked": self.vectors_checked,
+                "missing": self.vectors_missing,
+                "extra": self.vectors_extra,
+                "mismatched": self.vectors_mismatched,
+            },
         }
 
 
@@ -127,6 +151,10 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
     report = VerifyReport()
     db = engine()
     drifted = {index.name: _verify(index, scope_id, report, db) for index in INDEXES}
+    model = embedding.embedder()
+    report.vectors_available = model is not None
+    if model is not None:
+        _verify_vectors(scope_id, report, model.model_id)
     broken = []
     for index in INDEXES:
         problems = db.engine_problems(index)
@@ -134,6 +162,8 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
         if problems:
             broken.append(index)
     if repair and not report.ok:
+        if not report.vectors_ok:
+            rebuild_vectors(scope_id=scope_id)
         for index in INDEXES:
             for scope in sorted(drifted[index.name]):
                 _rebuild_scope(index, scope, db, None)
@@ -142,3 +172,109 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
                 db.repair_engine(index)
         report.repaired = True
     return report
+
+
+# -- the vector index ------------------------------------------------------------------------------
+
+
+def _expected_vectors(scope_id: str | None) -> Iterator[tuple[int, str, str]]:
+    """(entry version pk, scope id, text) of every entry version active in its current head,
+    ordered by entry version pk."""
+    rows = MemoryMembership.objects.filter(to_revision__isnull=True, state=MemoryMembership.State.ACTIVE)
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    yield from batched(
+        rows.values_list("entry_version_id", "scope_id", "entry_version__text"), "entry_version_id"
+    )
+
+
+def _sound(model_id: str, actual: tuple[int, str, str, bytes | memoryview], expected_scope: str) -> bool:
+    vector = actual[3]
+    if actual[1] != expected_scope or actual[2] != model_id or len(vector) != 4 * embedding.DIMENSIONS:
+        return False
+    # A damaged vector is rarely still of unit length (every stored vector is normalized).
+    return abs(float(np.linalg.norm(embedding.from_bytes(vector))) - 1.0) < 1e-3
+
+
+def _verify_vectors(
+    scope_id: str | None, report: VerifyReport, model_id: str
+) -> tuple[list[int], list[tuple[int, str, str]]]:
+    """Merge-compare expected and stored vectors; return (rows to delete, versions to embed)."""
+    rows = MemoryEntryVector.objects.all()
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    actual_iter = iter(
+        rows.order_by("entry_version_id")
+        .values_list("entry_version_id", "scope_id", "model", "vector")
+        .iterator(chunk_size=REBUILD_BATCH)
+    )
+    delete: list[int] = []
+    embed: list[tuple[int, str, str]] = []
+    actual = next(actual_iter, None)
+    for pk, scope, text in _expected_vectors(scope_id):
+        report.vectors_checked += 1
+        while actual is not None and actual[0] < pk:
+            report.vectors_extra += 1
+            delete.append(actual[0])
+            actual = next(actual_iter, None)
+        if actual is None or actual[0] != pk:
+            report.vectors_missing += 1
+            embed.append((pk, scope, text))
+            continue
+        if not _sound(model_id, actual, scope):
+            report.vectors_mismatched += 1
+            delete.append(pk)
+            embed.append((pk, scope, text))
+        actual = next(actual_iter, None)
+    while actual is not None:
+        report.vectors_extra += 1
+        delete.append(actual[0])
+        actual = next(actual_iter, None)
+    return delete, embed
+
+
+def rebuild_vectors(*, scope_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
+    """Bring the vector index in line with authoritative rows; returns vectors computed.
+
+    Vectors are expensive (a model run each) and entry versions immutable, so sound rows are
+    kept and only missing or damaged ones are computed, outside any transaction; each batch is
+    then written in one transaction, for the versions still active by then. Nothing happens
+    when the model is unavailable.
+    """
+    model = embedding.embedder()
+    if model is None:
+        return 0
+    delete, embed = _verify_vectors(scope_id, VerifyReport(), model.model_id)
+    with transaction.atomic():
+        for start in range(0, len(delete), REBUILD_BATCH):
+            MemoryEntryVector.objects.filter(
+                entry_version_id__in=delete[start : start + REBUILD_BATCH]
+            ).delete()
+    written = 0
+    for start in range(0, len(embed), EMBED_BATCH):
+        batch = embed[start : start + EMBED_BATCH]
+        computed = {pk: (scope, embedding.to_bytes(model.embed(text))) for pk, scope, text in batch}
+        with transaction.atomic():
+            active = set(
+                MemoryMembership.objects.filter(
+                    entry_version_id__in=list(computed),
+                    to_revision__isnull=True,
+                    state=MemoryMembership.State.ACTIVE,
+                ).values_list("entry_version_id", flat=True)
+            )
+            # A writer may have embedded some meanwhile: theirs and ours are the same vector.
+            MemoryEntryVector.objects.filter(entry_version_id__in=list(active)).delete()
+            MemoryEntryVector.objects.bulk_create(
+                MemoryEntryVector(
+                    entry_version_id=pk,
+                    scope_id=computed[pk][0],
+                    model=model.model_id,
+                    vector=computed[pk][1],
+                )
+                for pk in sorted(active)
+            )
+        written += len(active)
+        if progress:
+            progress(len(batch))
+    vectors.clear_cache()
+    return written

@@ -32,16 +32,24 @@ def memory_hit(row: search.MemorySearchRow) -> MemoryHit:
         entry_version_id=row.entry_version_id,
         text=row.text,
         score=row.score,
-        matched_by=("fts",),
+        matched_by=row.matched_by,
     )
 
 
 def context_candidates(
     *, scope_id: str, query: str, memory_limit: int, experience_limit: int
 ) -> ContextCandidates:
-    """Ranked Memory hits of the scope's current head (all citing the revision the statement
-    saw) and ranked approved, current Experience heads, read in one snapshot."""
-    memory_rows, experience_rows = search.search_context(
+    """Ranked Memory hits of the scope's current head (all citing one head revision) and ranked
+    approved, current Experience heads.
+
+    The Memory window is ranked by the best available search mode (``search.best_mode()``:
+    hybrid fusion of full text and vectors when the model is available, else full text alone,
+    read with the Experience window by one statement); the builder sees the same dataclasses
+    either way, so selection before the builder is all that changes.
+    """
+    hybrid = search.best_mode() == "hybrid"
+    find = search.hybrid_search_context if hybrid else search.search_context
+    memory_rows, experience_rows = find(
         scope_id, query, memory_limit=memory_limit, experience_limit=experience_limit
     )
     return ContextCandidates(

@@ -42,12 +42,14 @@ class SearchHit:
     entry_version_id: str
     text: str
     score: float
+    matched_by: tuple[str, ...] = ("fts",)
 
 
 @dataclass(frozen=True)
 class SearchResult:
     revision: int | None
     hits: list[SearchHit]
+    mode: str = "fts"  # the mode used (``auto`` resolved)
 
 
 @dataclass(frozen=True)
@@ -175,17 +177,19 @@ def memory_list_changes(
     ]
 
 
-def memory_search(*, scope_id: str, query: str, limit: int) -> SearchResult:
-    """Ranked active entries of the scope's current head.
+def memory_search(*, scope_id: str, query: str, limit: int, mode: str = "fts") -> SearchResult:
+    """Ranked active entries of the scope's current head, ranked by ``mode`` (``auto``: the best
+    available; the caller checks that ``mode`` is in ``search.available_modes()``).
 
-    The ranking statement reads the head revision itself, so all hits cite the revision it saw;
-    with no hits, the head is read separately.
+    All hits cite one head revision (read by the statement that returned them); with no hits,
+    the head is read separately.
     """
-    rows = search.search_memory(scope_id, query, limit)
+    used, rows = search.search_memory_mode(scope_id, query, limit, mode)
     if not rows:
-        return SearchResult(revision=memory_head_revision(scope_id=scope_id), hits=[])
+        return SearchResult(revision=memory_head_revision(scope_id=scope_id), hits=[], mode=used)
     return SearchResult(
         revision=rows[0].head_revision,
+        mode=used,
         hits=[
             SearchHit(
                 revision=row.head_revision,
@@ -193,6 +197,7 @@ def memory_search(*, scope_id: str, query: str, limit: int) -> SearchResult:
                 entry_version_id=row.entry_version_id,
                 text=row.text,
                 score=row.score,
+                matched_by=row.matched_by,
             )
             for row in rows
         ],

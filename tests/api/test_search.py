@@ -330,3 +330,38 @@ def test_capabilities_list_exactly_the_modes_search_accepts(api: Any) -> None:
     for mode in ("auto", "fts", "vector", "hybrid"):
         response = search(api, SCOPE, "mode", mode=mode)
         assert (response.status_code == 200) == (mode in modes), (mode, response.status_code)
+
+
+# --- vector and hybrid (the local embedding model loaded) -----------------------------------------
+
+
+def test_with_the_model_capabilities_list_every_mode_and_each_works(api: Any, embeddings: Any) -> None:
+    make_memory(api, SCOPE, "Ann painted a sunrise over the lake", *FILLER)
+
+    assert ok(api.get("/v1/capabilities"))["search_modes"] == ["auto", "fts", "vector", "hybrid"]
+    for mode, used in (("auto", "hybrid"), ("fts", "fts"), ("vector", "vector"), ("hybrid", "hybrid")):
+        body = api.search(SCOPE, "a painting of the dawn", mode=mode, limit=3)
+        assert body["mode"] == used and body["memory"] == memory_ref(6)
+        assert body["hits"][0]["text"] == "Ann painted a sunrise over the lake"
+        for hit in body["hits"]:
+            assert hit["citation"]["memory_ref"] == memory_ref(6)
+            assert 0.0 <= hit["score"] <= 1.0 and set(hit["matched_by"]) <= {"fts", "vector"}
+
+
+def test_vector_hits_name_their_channel_and_cite_resolvable_entries(api: Any, embeddings: Any) -> None:
+    make_memory(api, SCOPE, "Ann painted a sunrise over the lake", *FILLER)
+
+    body = api.search(SCOPE, "artwork of the morning sky", mode="vector", limit=50)
+
+    assert len(body["hits"]) == 6 and all(hit["matched_by"] == ["vector"] for hit in body["hits"])
+    top = body["hits"][0]
+    assert ok(get_entry(api, SCOPE, top["citation"]))["text"] == top["text"]
+
+
+def test_vector_search_stays_in_its_scope(api: Any, embeddings: Any) -> None:
+    make_memory(api, SCOPE, "Ann painted a sunrise over the lake")
+    make_memory(api, "other", "Bob painted a sunset over the sea")
+
+    for mode in ("vector", "hybrid"):
+        assert hit_texts(api, "painting", mode=mode) == ["Ann painted a sunrise over the lake"]
+        assert hit_texts(api, "painting", "other", mode=mode) == ["Bob painted a sunset over the sea"]

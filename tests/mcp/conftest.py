@@ -50,7 +50,13 @@ def gunicorn_url(django_db_setup: None, django_db_blocker: Any, tmp_path_factory
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in {"CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"}}
     env.update(
-        {"DATABASE_URL": url, "LOG_LEVEL": "WARNING", "POWERCONTEXT_REQUIRE_TOKEN": "false"},
+        {
+            "DATABASE_URL": url,
+            "LOG_LEVEL": "WARNING",
+            "POWERCONTEXT_REQUIRE_TOKEN": "false",
+            # As in-process tests (tests/conftest.py): the embedding model only where asked for.
+            "POWERCONTEXT_EMBEDDINGS": "false",
+        },
     )
     env.pop("POWERCONTEXT_ALLOWED_ORIGINS", None)
     log_path = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"

@@ -38,6 +38,8 @@ def worker_and_beat(tmp_path: Path) -> Iterator[Celery]:
         "CELERY_BROKER_URL": broker,
         "CELERY_RESULT_BACKEND": broker,
         "LOG_LEVEL": "WARNING",
+        # As in-process tests (tests/conftest.py): the embedding model only where asked for.
+        "POWERCONTEXT_EMBEDDINGS": "false",
         # A scan every second, sessions eligible at once, Phase 2 without cooldown.
         "POWERCONTEXT_PIPELINE_SCAN_SECONDS": "1",
         "POWERCONTEXT_PIPELINE_IDLE_SECONDS": "0",

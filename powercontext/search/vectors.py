@@ -1,0 +1,320 @@
+"""Vector and hybrid search over Memory: the derived embedding index and its exact search.
+
+Storage: one ``MemoryEntryVector`` per entry version that is active in its scope's current head,
+written by the writers' transactions (``maintenance``) when the model is available, rebuilt and
+verified with the other indexes (``rebuild``).
+
+Search is exact and in process, on both databases: this Python's ``sqlite3`` cannot load
+extensions (no ``enable_load_extension``), so sqlite-vec is out, and pgvector is not packaged for
+the PostgreSQL this service targets. A scope's vectors are read once into one float32 matrix and
+cached by (head revision, largest vector id): any write moves the head and any rebuild adds rows,
+so a stale matrix is never used; after a write only what changed since the cached head is read. Hits are then read by one statement that re-checks that each is
+still active in the head and reads the head revision, so all hits cite the revision it saw.
+
+``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from django.db import connection
+
+from powercontext.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    MemoryEntry,
+    MemoryEntryVector,
+    MemoryEntryVersion,
+    MemoryMembership,
+)
+from powercontext.search import embedding
+from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow, search_context, search_memory
+
+FTS_MODES = ("auto", "fts")
+VECTOR_MODES = ("vector", "hybrid")
+ALL_MODES = (*FTS_MODES, *VECTOR_MODES)
+# Reciprocal-rank fusion, tuned on the LoCoMo dev file (docs/retrieval.md): a small k lets the
+# first ranks of either list dominate; the vector ranking weighs a little less than full text.
+RRF_K = 5
+FTS_WEIGHT = 1.0
+VECTOR_WEIGHT = 0.8
+FUSION_DEPTH = 32  # candidates taken from each ranking before fusion
+CACHE_SCOPES = 32
+CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
+
+
+def available_modes() -> tuple[str, ...]:
+    """The search modes this process can serve now (vector modes need the model)."""
+    return ALL_MODES if embedding.embedder() is not None else FTS_MODES
+
+
+def best_mode() -> str:
+    """What ``auto`` means: hybrid when the model is available, else fts."""
+    return "hybrid" if embedding.embedder() is not None else "fts"
+
+
+# -- writes (inside the writers' transactions) ---------------------------------------------------
+
+
+def add_vectors(versions: Iterable[MemoryEntryVersion | tuple[int, str, str]]) -> int:
+    """Embed and store the vectors of entry versions (objects or (pk, scope id, text)).
+
+    Skipped, returning 0, when the model is unavailable: the index is derived and a write never
+    fails for it; ``verify`` reports the missing rows once the model is back.
+    """
+    model = embedding.embedder()
+    items = [(v.pk, v.scope_id, v.text) if isinstance(v, MemoryEntryVersion) else v for v in versions]
+    if model is None or not items:
+        return 0
+    rows = [
+        MemoryEntryVector(
+            entry_version_id=pk,
+            scope_id=scope,
+            model=model.model_id,
+            vector=embedding.to_bytes(model.embed(text)),
+        )
+        for pk, scope, text in items
+    ]
+    MemoryEntryVector.objects.filter(entry_version_id__in=[pk for pk, _, _ in items]).delete()
+    MemoryEntryVector.objects.bulk_create(rows)
+    return len(rows)
+
+
+def remove_vectors_of_memberships(membership_ids: Sequence[int]) -> None:
+    if membership_ids:
+        MemoryEntryVector.objects.filter(
+            entry_version_id__in=MemoryMembership.objects.filter(pk__in=membership_ids).values(
+                "entry_version_id"
+            )
+        ).delete()
+
+
+# -- the per-scope matrix cache ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ScopeVectors:
+    revision: int
+    max_id: int
+    membership_ids: np.ndarray[Any, np.dtype[np.int64]]
+    matrix: np.ndarray[Any, np.dtype[np.float32]]
+
+
+_cache: OrderedDict[str, _ScopeVectors] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def _head_and_max_id(scope_id: str) -> tuple[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT a.current_revision,"
+            f" (SELECT MAX(x.id) FROM {MemoryEntryVector._meta.db_table} x WHERE x.scope_id = %s)"
+            f" FROM {Artifact._meta.db_table} a"
+            f" WHERE a.scope_id = %s AND a.family = %s AND a.artifact_id = %s",
+            [scope_id, scope_id, MEMORY_FAMILY, MEMORY_ARTIFACT_ID],
+        )
+        row = cursor.fetchone()
+    return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+
+
+def _matrix(rows: Sequence[tuple[int, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+    data = b"".join(bytes(row[1]) for row in rows)
+    matrix = np.frombuffer(data, dtype="<f4").astype(np.float32).reshape(len(rows), embedding.DIMENSIONS)
+    return ids, matrix
+
+
+_ACTIVE_VECTORS_SQL = (
+    f"SELECT m.id, x.vector FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {MemoryEntryVector._meta.db_table} x ON x.entry_version_id = m.entry_version_id"
+    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND x.model = %s"
+)
+
+
+def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVectors:
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_VECTORS_SQL + " ORDER BY m.id", [scope_id, model_id])
+        ids, matrix = _matrix(cursor.fetchall())
+    return _ScopeVectors(revision, max_id, ids, matrix)
+
+
+def _refresh(
+    cached: _ScopeVectors, scope_id: str, revision: int, max_id: int, model_id: str
+) -> _ScopeVectors:
+    """Bring a cached matrix from its head to ``revision`` by reading only what changed:
+    memberships closed since (``to_revision`` > the cached head) leave, vectors inserted since
+    (``id`` > the cached largest id: every write inserts its versions' vectors) of memberships
+    still active join, replacing any row of the same membership. O(changes), not O(scope)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id FROM {MemoryMembership._meta.db_table} m WHERE m.scope_id = %s AND m.to_revision > %s",
+            [scope_id, cached.revision],
+        )
+        closed = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            _ACTIVE_VECTORS_SQL + " AND x.id > %s ORDER BY m.id", [scope_id, model_id, cached.max_id]
+        )
+        added_ids, added = _matrix(cursor.fetchall())
+    keep = ~np.isin(cached.membership_ids, np.concatenate([np.asarray(closed, dtype=np.int64), added_ids]))
+    return _ScopeVectors(
+        revision,
+        max_id,
+        np.concatenate([cached.membership_ids[keep], added_ids]),
+        np.concatenate([cached.matrix[keep], added]),
+    )
+
+
+def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
+    revision, max_id = _head_and_max_id(scope_id)
+    if revision == 0:
+        return None
+    with _cache_lock:
+        cached = _cache.get(scope_id)
+        if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
+            _cache.move_to_end(scope_id)
+            return cached
+    if cached is not None and revision > cached.revision and max_id >= cached.max_id:
+        loaded = _refresh(cached, scope_id, revision, max_id, model_id)
+    else:  # first read, or vectors changed without a write (a rebuild): read them all
+        loaded = _load(scope_id, revision, max_id, model_id)
+    with _cache_lock:
+        _cache[scope_id] = loaded
+        _cache.move_to_end(scope_id)
+        while len(_cache) > CACHE_SCOPES or (
+            len(_cache) > 1 and sum(len(v.membership_ids) for v in _cache.values()) > CACHE_MAX_VECTORS
+        ):
+            _cache.popitem(last=False)
+    return loaded
+
+
+# -- reads ------------------------------------------------------------------------------------------
+
+_HITS_SQL = (
+    f"SELECT m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text, a.current_revision"
+    f" FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
+    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND m.id IN ({{ids}})"
+)
+
+
+def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemorySearchRow]:
+    """The hits' rows, in ``ranked`` order, read by one statement (one head revision)."""
+    if not ranked:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _HITS_SQL.format(ids=", ".join(["%s"] * len(ranked))), [scope_id, *[pk for pk, _ in ranked]]
+        )
+        found = {row[0]: row for row in cursor.fetchall()}
+    return [
+        MemorySearchRow(
+            membership_id=pk,
+            entry_id=found[pk][1],
+            entry_version_id=found[pk][2],
+            version=found[pk][3],
+            kind=found[pk][4],
+            text=found[pk][5],
+            head_revision=found[pk][6],
+            score=score,
+            matched_by=("vector",),
+        )
+        for pk, score in ranked
+        if pk in found
+    ]
+
+
+def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+    """The ``limit`` active entries of the scope's current head nearest to the query (cosine;
+    ties by membership id), citing one head revision. Empty when the model is unavailable."""
+    model = embedding.embedder()
+    if model is None or limit < 1:
+        return []
+    query_vector = model.embed_query(query)
+    for _ in range(3):  # a write between the matrix and the rows: read again
+        vectors = _scope_vectors(scope_id, model.model_id)
+        if vectors is None or not len(vectors.membership_ids):
+            return []
+        scores = vectors.matrix @ query_vector
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(vectors.membership_ids[i])))
+        ranked = [(int(vectors.membership_ids[i]), max(0.0, float(scores[i]))) for i in order]
+        rows = _read_hits(scope_id, ranked)
+        if all(row.head_revision == vectors.revision for row in rows) and len(rows) == len(ranked):
+            return rows
+    return [row for row in rows if row.head_revision == rows[0].head_revision] if rows else []
+
+
+def fuse(rankings: Sequence[tuple[float, Sequence[MemorySearchRow]]], limit: int) -> list[MemorySearchRow]:
+    """Weighted reciprocal-rank fusion of (weight, ranking) pairs: score = sum of
+    weight / (RRF_K + rank) over the rankings an entry is in, scaled into (0, 1]; ties by
+    membership id."""
+    fused: dict[int, float] = {}
+    rows: dict[int, MemorySearchRow] = {}
+    channels: dict[int, list[str]] = {}
+    for weight, ranking in rankings:
+        for rank, row in enumerate(ranking, start=1):
+            fused[row.membership_id] = fused.get(row.membership_id, 0.0) + weight / (RRF_K + rank)
+            rows.setdefault(row.membership_id, row)
+            seen = channels.setdefault(row.membership_id, [])
+            seen.extend(channel for channel in row.matched_by if channel not in seen)
+    best = sum(weight for weight, _ in rankings) / (RRF_K + 1)
+    order = sorted(fused, key=lambda pk: (-fused[pk], pk))[:limit]
+    return [
+        replace(rows[pk], score=min(1.0, fused[pk] / best), matched_by=tuple(sorted(channels[pk])))
+        for pk in order
+    ]
+
+
+def _hybrid(
+    scope_id: str, query: str, limit: int, experience_limit: int
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    depth = max(limit, FUSION_DEPTH)
+    for _ in range(3):
+        lexical, experience = (
+            search_context(scope_id, query, memory_limit=depth, experience_limit=experience_limit)
+            if experience_limit
+            else (search_memory(scope_id, query, depth), [])
+        )
+        semantic = vector_search_memory(scope_id, query, depth)
+        revisions = {row.head_revision for row in (*lexical, *semantic)}
+        if len(revisions) <= 1:
+            return fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit), experience
+    return lexical[:limit], experience  # the head kept moving: lexical alone is consistent
+
+
+def hybrid_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+    return _hybrid(scope_id, query, limit, 0)[0]
+
+
+def hybrid_search_context(
+    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    """``search_context`` with the Memory window ranked by hybrid fusion."""
+    return _hybrid(scope_id, query, memory_limit, experience_limit)
+
+
+def search_memory_mode(scope_id: str, query: str, limit: int, mode: str) -> tuple[str, list[MemorySearchRow]]:
+    """Search in ``mode`` (``auto`` = ``best_mode()``); returns the mode used and the rows.
+    The caller checks that ``mode`` is available."""
+    resolved = best_mode() if mode == "auto" else mode
+    if resolved == "vector":
+        return resolved, vector_search_memory(scope_id, query, limit)
+    if resolved == "hybrid":
+        return resolved, hybrid_search_memory(scope_id, query, limit)
+    return "fts", search_memory(scope_id, query, limit)

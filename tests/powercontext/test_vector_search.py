@@ -1,0 +1,284 @@
+"""The Memory vector index: written with entries, searched exactly per scope, fused with full
+text, rebuilt and verified with the other indexes, and skipped (never failing a write) when the
+model is unavailable. Runs on both databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from powercontext import search
+from powercontext.models import MemoryEntryVector
+from powercontext.search import embedding, vectors
+from powercontext.selectors.context import context_candidates
+from powercontext.selectors.memory import memory_search
+from powercontext.services import memory as memory_services
+from tests.powercontext.factories import citation_of, make_memory
+
+PAINTING = "Ann painted a sunrise over the lake"
+FILLER = [
+    "the weather was mild and sunny",
+    "lunch is served at noon",
+    "the office plants need water",
+    "a meeting about the budget",
+    "parking is behind the building",
+]
+# Shares no word (and no stem) with PAINTING: only the vector ranking can find it.
+PARAPHRASE = "artwork of the morning sky"
+
+
+def seed(scope: str = "vec") -> list[memory_services.MemoryMutation]:
+    return [make_memory(scope, text) for text in [PAINTING, *FILLER]]
+
+
+def texts(rows: list[Any]) -> list[str]:
+    return [row.text for row in rows]
+
+
+@pytest.mark.django_db
+def test_each_active_entry_version_gets_one_unit_vector_at_write_time(embeddings: Any) -> None:
+    mutations = seed()
+
+    rows = MemoryEntryVector.objects.filter(scope_id="vec")
+    assert rows.count() == len(mutations)
+    for row in rows:
+        vector = embedding.from_bytes(row.vector)
+        assert row.model == embedding.MODEL_ID and vector.shape == (embedding.DIMENSIONS,)
+        assert abs(float((vector * vector).sum()) - 1.0) < 1e-4
+
+
+@pytest.mark.django_db
+def test_vector_search_finds_a_paraphrase_that_full_text_misses(embeddings: Any) -> None:
+    seed()
+
+    assert search.search_memory("vec", PARAPHRASE, 10) == []
+    found = search.vector_search_memory("vec", PARAPHRASE, 3)
+
+    assert texts(found)[0] == PAINTING
+    assert len(found) == 3 and all(row.matched_by == ("vector",) for row in found)
+    scores = [row.score for row in found]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+
+
+@pytest.mark.django_db
+def test_hybrid_fuses_both_rankings_and_cites_one_head(embeddings: Any) -> None:
+    mutations = seed()
+    make_memory("vec", "the lake froze in january")
+
+    result = memory_search(scope_id="vec", query="painting the lake", limit=4, mode="hybrid")
+
+    assert result.mode == "hybrid"
+    assert result.hits[0].text == PAINTING and result.hits[0].matched_by == ("fts", "vector")
+    assert {hit.revision for hit in result.hits} == {mutations[-1].revision + 1}
+    assert result.revision == mutations[-1].revision + 1
+    scores = [hit.score for hit in result.hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] <= 1.0
+
+
+@pytest.mark.django_db
+def test_auto_means_hybrid_when_the_model_is_available(embeddings: Any) -> None:
+    seed()
+
+    assert search.available_modes() == ("auto", "fts", "vector", "hybrid")
+    result = memory_search(scope_id="vec", query=PARAPHRASE, limit=2, mode="auto")
+
+    assert result.mode == "hybrid" and result.hits[0].text == PAINTING
+
+
+@pytest.mark.django_db
+def test_new_revised_and_retired_entries_are_seen_by_the_next_vector_search(embeddings: Any) -> None:
+    mutations = seed()
+    assert texts(search.vector_search_memory("vec", PARAPHRASE, 1)) == [PAINTING]
+
+    revised = memory_services.memory_revise(
+        scope_id="vec",
+        citation=citation_of(mutations[0], at=mutations[-1].revision),
+        kind="note",
+        text="Ann sold her boat",
+    )
+    assert PAINTING not in texts(search.vector_search_memory("vec", PARAPHRASE, 10))
+    make_memory("vec", "a watercolour of the dawn")
+    assert texts(search.vector_search_memory("vec", PARAPHRASE, 1)) == ["a watercolour of the dawn"]
+
+    assert revised.entry is not None
+    memory_services.memory_retire(scope_id="vec", citation=citation_of(revised, at=revised.revision + 1))
+    assert "Ann sold her boat" not in texts(search.vector_search_memory("vec", "boat", 10))
+    # Retired and superseded versions keep no vector.
+    assert MemoryEntryVector.objects.filter(scope_id="vec").count() == len(FILLER) + 1
+
+
+@pytest.mark.django_db
+def test_vectors_never_cross_scopes(embeddings: Any) -> None:
+    alpha = seed("alpha")
+    make_memory("Alpha", "a sketch of the evening sky")
+
+    ids = {m.entry.entry_id for m in alpha if m.entry is not None}
+    for mode in ("vector", "hybrid"):
+        found = memory_search(scope_id="alpha", query=PARAPHRASE, limit=50, mode=mode)
+        assert {hit.entry_id for hit in found.hits} <= ids and found.hits
+        other = memory_search(scope_id="Alpha", query=PARAPHRASE, limit=50, mode=mode)
+        assert [hit.text for hit in other.hits] == ["a sketch of the evening sky"]
+    assert search.vector_search_memory("nobody", PARAPHRASE, 5) == []
+
+
+@pytest.mark.django_db
+def test_prepare_candidates_come_from_hybrid_search(embeddings: Any) -> None:
+    seed()
+
+    found = context_candidates(scope_id="vec", query=PARAPHRASE, memory_limit=16, experience_limit=8)
+
+    assert found.memory_hits[0].text == PAINTING
+    assert found.memory_hits[0].matched_by == ("vector",)
+    assert len(found.memory_hits) <= 16
+    assert found.memory_ref is not None and {h.memory_ref for h in found.memory_hits} == {found.memory_ref}
+
+
+# --- rebuild and verify -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_verify_detects_missing_extra_and_damaged_vectors_and_repair_fixes_them(embeddings: Any) -> None:
+    mutations = seed()
+    assert search.verify_index().ok
+
+    versions = [m.entry.entry_version_id for m in mutations if m.entry is not None]
+    rows = MemoryEntryVector.objects.filter(scope_id="vec").select_related("entry_version")
+    by_version = {row.entry_version.entry_version_id: row for row in rows}
+    by_version[versions[0]].delete()
+    MemoryEntryVector.objects.filter(pk=by_version[versions[1]].pk).update(
+        vector=b"\0" * 4 * embedding.DIMENSIONS
+    )
+    MemoryEntryVector.objects.filter(pk=by_version[versions[2]].pk).update(model="another-model")
+    retired = memory_services.memory_retire(
+        scope_id="vec", citation=citation_of(mutations[3], at=mutations[-1].revision)
+    )
+    # A stale row for the retired version, as a crash between writes could never leave but a
+    # restored backup might.
+    stale = by_version[versions[3]]
+    MemoryEntryVector.objects.create(
+        entry_version_id=stale.entry_version_id, scope_id="vec", model=embedding.MODEL_ID, vector=stale.vector
+    )
+
+    report = search.verify_index()
+    assert not report.ok
+    assert (report.vectors_missing, report.vectors_mismatched, report.vectors_extra) == (1, 2, 1)
+    assert (report.missing, report.extra, report.mismatched) == (0, 0, 0)
+    assert report.as_dict()["vectors"]["checked"] == len(mutations) - 1
+
+    repaired = search.verify_index(repair=True)
+    assert repaired.repaired
+    assert search.verify_index().ok
+    assert retired.revision > 0
+    assert texts(search.vector_search_memory("vec", PARAPHRASE, 1)) == [PAINTING]
+
+
+@pytest.mark.django_db
+def test_a_rebuild_fills_vectors_written_while_the_model_was_unavailable(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedding, "embedder", lambda: None)
+    seed()
+    assert MemoryEntryVector.objects.count() == 0
+    monkeypatch.undo()
+    embedding.reset()
+    monkeypatch.setattr(embedding, "load_embedder", embedding.Embedder)
+
+    report = search.verify_index()
+    assert report.vectors_available and report.vectors_missing == len(FILLER) + 1 and not report.ok
+
+    search.rebuild_index(scope_id="vec")
+
+    assert MemoryEntryVector.objects.count() == len(FILLER) + 1
+    assert search.verify_index().ok
+    assert texts(search.vector_search_memory("vec", PARAPHRASE, 1)) == [PAINTING]
+
+
+@pytest.mark.django_db
+def test_a_full_rebuild_keeps_sound_vectors_and_drops_rows_of_unknown_scopes(embeddings: Any) -> None:
+    seed()
+    before = list(MemoryEntryVector.objects.order_by("pk").values_list("pk", "vector"))
+
+    search.rebuild_index()
+
+    assert list(MemoryEntryVector.objects.order_by("pk").values_list("pk", "vector")) == before
+    assert search.rebuild_vectors() == 0
+
+
+# --- the model is unavailable -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_without_the_model_writes_succeed_auto_is_fts_and_verify_skips_vectors() -> None:
+    mutations = seed()
+
+    assert all(m.entry is not None for m in mutations)
+    assert MemoryEntryVector.objects.count() == 0
+    assert search.available_modes() == ("auto", "fts")
+    assert search.best_mode() == "fts"
+    result = memory_search(scope_id="vec", query="painted", limit=5, mode="auto")
+    assert result.mode == "fts" and [h.text for h in result.hits] == [PAINTING]
+    assert search.vector_search_memory("vec", PARAPHRASE, 5) == []
+    found = context_candidates(scope_id="vec", query="painted", memory_limit=16, experience_limit=8)
+    assert [h.matched_by for h in found.memory_hits] == [("fts",)]
+    report = search.verify_index()
+    assert report.ok and not report.vectors_available and report.as_dict()["vectors"]["available"] is False
+    assert search.rebuild_vectors() == 0
+
+
+@pytest.mark.django_db
+def test_a_model_that_fails_to_load_is_tried_once_and_logged() -> None:
+    calls = []
+
+    def broken() -> Any:
+        calls.append(1)
+        raise OSError("model file unreadable")
+
+    embedding.reset()
+    original = embedding.load_embedder
+    embedding.load_embedder = broken  # type: ignore[assignment]
+    try:
+        make_memory("vec", "first")
+        make_memory("vec", "second")
+        assert search.available_modes() == ("auto", "fts")
+    finally:
+        embedding.load_embedder = original  # type: ignore[assignment]
+    assert calls == [1]
+    assert MemoryEntryVector.objects.count() == 0
+
+
+def test_fusion_weights_ranks_and_merges_channels() -> None:
+    def row(pk: int, channel: str) -> search.MemorySearchRow:
+        return search.MemorySearchRow(pk, f"e{pk}", f"v{pk}", 1, "note", f"t{pk}", 0.5, 3, (channel,))
+
+    lexical = [row(1, "fts"), row(2, "fts")]
+    semantic = [row(2, "vector"), row(3, "vector")]
+
+    fused = vectors.fuse([(1.0, lexical), (0.8, semantic)], 10)
+
+    assert [r.membership_id for r in fused] == [2, 1, 3]
+    assert fused[0].matched_by == ("fts", "vector") and fused[0].score == pytest.approx(
+        (1.0 / (vectors.RRF_K + 2) + 0.8 / (vectors.RRF_K + 1)) / (1.8 / (vectors.RRF_K + 1))
+    )
+    assert all(0.0 < r.score <= 1.0 for r in fused)
+    assert vectors.fuse([(1.0, lexical), (0.8, semantic)], 1) == fused[:1]
+
+
+@pytest.mark.django_db
+def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embeddings: Any) -> None:
+    mutations = seed()
+    assert search.vector_search_memory("vec", PARAPHRASE, 1)  # cache the matrix
+    head = mutations[-1].revision
+    revised = memory_services.memory_revise(
+        scope_id="vec", citation=citation_of(mutations[1], at=head), kind="note", text="lunch moved to one"
+    )
+    memory_services.memory_retire(scope_id="vec", citation=citation_of(mutations[2], at=revised.revision))
+    make_memory("vec", "a watercolour of the dawn")
+    assert search.vector_search_memory("vec", PARAPHRASE, 1)
+
+    cached = vectors._cache["vec"]
+    full = vectors._load("vec", cached.revision, cached.max_id, embedding.MODEL_ID)
+    assert sorted(cached.membership_ids.tolist()) == full.membership_ids.tolist()
+    by_id = dict(zip(cached.membership_ids.tolist(), cached.matrix, strict=True))
+    for pk, row in zip(full.membership_ids.tolist(), full.matrix, strict=True):
+        assert (by_id[pk] == row).all()
