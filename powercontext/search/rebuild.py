@@ -5,8 +5,9 @@ Only derived rows change, so citations are untouched; each scope is rebuilt in o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.db import models, transaction
@@ -112,34 +113,47 @@ class VerifyReport:
         }
 
 
+def _merge(expected: Iterable[Any], actual: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    """Merge-join two row streams ordered by their first column: ``(expected, actual)`` pairs
+    with the same key, ``(expected, None)`` for a missing row, ``(None, actual)`` for an extra."""
+    rows = iter(actual)
+    have = next(rows, None)
+    for want in expected:
+        while have is not None and have[0] < want[0]:
+            yield None, have
+            have = next(rows, None)
+        if have is not None and have[0] == want[0]:
+            yield want, have
+            have = next(rows, None)
+        else:
+            yield want, None
+    while have is not None:
+        yield None, have
+        have = next(rows, None)
+
+
 def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine) -> set[str]:
     """Merge-compare expected and actual rows (both ordered by pk); return drifted scopes."""
     drifted: set[str] = set()
     actual_rows = index.model._default_manager.all()
     if scope_id is not None:
         actual_rows = actual_rows.filter(scope_id=scope_id)
-    actual_iter = iter(
+    actual = (
         actual_rows.order_by("pk").values_list("pk", "scope_id", "terms").iterator(chunk_size=REBUILD_BATCH)
     )
-    actual = next(actual_iter, None)
-    for pk, scope, terms in index.expected(scope_id):
-        report.checked += 1
-        while actual is not None and actual[0] < pk:
+    for want, have in _merge(index.expected(scope_id), actual):
+        if want is None:
             report.extra += 1
-            drifted.add(actual[1])
-            actual = next(actual_iter, None)
-        if actual is None or actual[0] != pk:
+            drifted.add(have[1])
+            continue
+        report.checked += 1
+        _, scope, terms = want
+        if have is None:
             report.missing += 1
             drifted.add(scope)
-            continue
-        if actual[1] != scope or actual[2] != db.document_terms(scope, terms):
+        elif have[1] != scope or have[2] != db.document_terms(scope, terms):
             report.mismatched += 1
-            drifted.update({scope, actual[1]})
-        actual = next(actual_iter, None)
-    while actual is not None:
-        report.extra += 1
-        drifted.add(actual[1])
-        actual = next(actual_iter, None)
+            drifted.update({scope, have[1]})
     return drifted
 
 
@@ -203,33 +217,27 @@ def _verify_vectors(
     rows = MemoryEntryVector.objects.all()
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    actual_iter = iter(
+    actual = (
         rows.order_by("entry_version_id")
         .values_list("entry_version_id", "scope_id", "model", "vector")
         .iterator(chunk_size=REBUILD_BATCH)
     )
     delete: list[int] = []
     embed: list[tuple[int, str, str]] = []
-    actual = next(actual_iter, None)
-    for pk, scope, text in _expected_vectors(scope_id):
-        report.vectors_checked += 1
-        while actual is not None and actual[0] < pk:
+    for want, have in _merge(_expected_vectors(scope_id), actual):
+        if want is None:
             report.vectors_extra += 1
-            delete.append(actual[0])
-            actual = next(actual_iter, None)
-        if actual is None or actual[0] != pk:
+            delete.append(have[0])
+            continue
+        report.vectors_checked += 1
+        pk, scope, text = want
+        if have is None:
             report.vectors_missing += 1
             embed.append((pk, scope, text))
-            continue
-        if not _sound(model_id, actual, scope):
+        elif not _sound(model_id, have, scope):
             report.vectors_mismatched += 1
             delete.append(pk)
             embed.append((pk, scope, text))
-        actual = next(actual_iter, None)
-    while actual is not None:
-        report.vectors_extra += 1
-        delete.append(actual[0])
-        actual = next(actual_iter, None)
     return delete, embed
 
 

@@ -144,6 +144,17 @@ def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
     return HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
 
 
+def _action_target(request: HttpRequest, pk: int, qs: str) -> Candidate | HttpResponse:
+    """The candidate a POST action acts on, or the answer instead: a GET (a stale bookmark, a
+    log-in's ``next``) goes to the candidate page, a viewer gets 403, an unknown pk 404."""
+    if request.method == "GET":
+        return HttpResponseRedirect(candidate_url(pk, qs))
+    if not can_review(request):
+        return forbidden_page(request)
+    candidate = candidate_selectors.candidate_load(pk)
+    return candidate if candidate is not None else not_found_page(request)
+
+
 def _decide(
     request: HttpRequest,
     pk: int,
@@ -155,13 +166,9 @@ def _decide(
     """Approve and reject: load, validate the form, call the service, then go on to the next
     candidate (or back to the candidate page with the form's errors, or the 409 conflict page).
     A GET (a stale bookmark, a log-in's ``next``) goes to the candidate page."""
-    if request.method == "GET":
-        return HttpResponseRedirect(candidate_url(pk, filterset_for(request).querystring()))
-    if not can_review(request):
-        return forbidden_page(request)
-    candidate = candidate_selectors.candidate_load(pk)
-    if candidate is None:
-        return not_found_page(request)
+    candidate = _action_target(request, pk, filterset_for(request).querystring())
+    if isinstance(candidate, HttpResponse):
+        return candidate
     form = form_class(request.POST)
     if form.is_valid():
         expected = form.cleaned_data["expected_version"]
@@ -220,13 +227,9 @@ def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
     """Retarget a stale pending update to its Artifact's current head (a revise), then show the
     candidate again with the recomputed diff."""
     qs = filterset_for(request).querystring()
-    if request.method == "GET":
-        return HttpResponseRedirect(candidate_url(pk, qs))
-    if not can_review(request):
-        return forbidden_page(request)
-    candidate = candidate_selectors.candidate_load(pk)
-    if candidate is None:
-        return not_found_page(request)
+    candidate = _action_target(request, pk, qs)
+    if isinstance(candidate, HttpResponse):
+        return candidate
     form = RebaseForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The rebase form was malformed; reload the page.")
