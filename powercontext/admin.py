@@ -24,7 +24,6 @@ from django.utils.text import Truncator
 from powercontext.models import (
     ApiToken,
     Artifact,
-    ArtifactRevision,
     ExperienceSearchDocument,
     MemoryEntry,
     MemoryEntryVersion,
@@ -180,49 +179,6 @@ class ArtifactHeadAdmin(ReadOnlyAdmin):
         return super().change_view(
             request, object_id, form_url, {"title": "View artifact head", **(extra_context or {})}
         )
-
-
-@admin.register(ArtifactRevision)
-class ArtifactRevisionAdmin(ReadOnlyAdmin):
-    list_display = (
-        "artifact_id",
-        "family",
-        "scope_id",
-        "revision",
-        "parent_revision",
-        "created_by",
-        "created_at",
-    )
-    list_select_related = ("created_by",)
-    list_filter = (FamilyFilter,)
-    raw_id_fields = ("head", "created_by")
-    search_fields = ("scope_id__exact", "artifact_id__exact")
-    search_help_text = "Exact scope id or artifact id."
-    fields = (
-        "head",
-        "scope_id",
-        "family",
-        "artifact_id",
-        "revision",
-        "parent_revision",
-        "created_by",
-        "created_at",
-        "content_pretty",
-        "source_refs_pretty",
-        "artifact_refs_pretty",
-    )
-
-    @admin.display(description="content")
-    def content_pretty(self, obj: ArtifactRevision) -> SafeString:
-        return pretty_json(obj.content)
-
-    @admin.display(description="source refs")
-    def source_refs_pretty(self, obj: ArtifactRevision) -> SafeString:
-        return pretty_json(obj.source_refs)
-
-    @admin.display(description="artifact refs")
-    def artifact_refs_pretty(self, obj: ArtifactRevision) -> SafeString:
-        return pretty_json(obj.artifact_refs)
 
 
 @admin.register(MemoryEntry)
@@ -489,3 +445,7 @@ class PipelineCounterAdmin(ReadOnlyAdmin):
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
     fields = ("scope_id", "name", "value", "updated_at")
+
+
+# The ArtifactRevision admin lives in its own module (it links into the review audit trail).
+from powercontext import admin_artifacts  # noqa: E402, F401

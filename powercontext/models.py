@@ -103,6 +103,9 @@ class ArtifactRevision(models.Model):
     content = models.JSONField(default=dict)
     source_refs = models.JSONField(default=list)
     artifact_refs = models.JSONField(default=list)
+    # The head's search text as this revision wrote it (approved Experience), kept for the audit:
+    # what became searchable at the time. Empty when the revision wrote none.
+    searchable_text = models.TextField(blank=True, default="")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

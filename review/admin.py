@@ -7,9 +7,12 @@ services (propose / revise / approve / reject), versions and decisions are inser
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from powercontext.admin import ReadOnlyAdmin, pretty_json
+from review import admin_audit as audit
 from review.models import Candidate, CandidateVersion, CannedReason, ReviewDecision
 
 
@@ -140,6 +143,8 @@ class CandidateVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(ReviewDecision)
 class ReviewDecisionAdmin(ReadOnlyAdmin):
+    """The audit trail: who decided which version when, what the approval wrote, and from what."""
+
     list_display = (
         "id",
         "candidate_id_display",
@@ -151,10 +156,15 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
         "decided_at",
     )
     list_select_related = ("candidate", "reviewer", "result_head")
-    list_filter = ("decision",)
+    list_filter = ("decision", ("reviewer", admin.RelatedFieldListFilter))
+    date_hierarchy = "decided_at"
     raw_id_fields = ("candidate", "reviewer", "result_head")
-    search_fields = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
-    search_help_text = "Exact scope id or candidate id."
+    search_fields = (
+        "candidate__scope_id__exact",
+        "candidate__candidate_id__exact",
+        "result_head__artifact_id__exact",
+    )
+    search_help_text = "Exact scope id, candidate id or result artifact id."
     fields = (
         "candidate",
         "version",
@@ -164,6 +174,10 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
         "result_head",
         "result_revision",
         "decided_at",
+        "links",
+        "decided_text",
+        "evidence",
+        "searchable_text_written",
     )
 
     @admin.display(description="candidate id")
@@ -178,6 +192,47 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
     def result(self, obj: ReviewDecision) -> str:
         head = obj.result_head
         return _result(head.artifact_id if head is not None else None, obj.result_revision)
+
+    @admin.display(description="links")
+    def links(self, obj: ReviewDecision) -> SafeString:
+        parts = [
+            format_html(
+                '<a href="{}">candidate {}</a>',
+                reverse("admin:review_candidate_change", args=[obj.candidate_id]),
+                obj.candidate.candidate_id,
+            ),
+            format_html('<a href="{}">Inbox page</a>', reverse("review:candidate", args=[obj.candidate_id])),
+        ]
+        revision = audit.result_revision(obj)
+        if revision is not None:
+            parts.insert(
+                1,
+                format_html(
+                    '<a href="{}">revision {}</a>',
+                    reverse("admin:powercontext_artifactrevision_change", args=[revision.pk]),
+                    revision,
+                ),
+            )
+        return format_html_join(" · ", "{}", ((part,) for part in parts))
+
+    @admin.display(description="text of the decided version")
+    def decided_text(self, obj: ReviewDecision) -> SafeString | str:
+        version = audit.decided_version(obj)
+        return audit.proposal_html(version.proposal) if version is not None else "-"
+
+    @admin.display(description="evidence")
+    def evidence(self, obj: ReviewDecision) -> SafeString | str:
+        version = audit.decided_version(obj)
+        if version is None:
+            return "-"
+        return audit.evidence_html(obj.candidate.scope_id, version.source_refs, version.artifact_refs)
+
+    @admin.display(description="searchable text written by this approval")
+    def searchable_text_written(self, obj: ReviewDecision) -> SafeString | str:
+        revision = audit.result_revision(obj)
+        if revision is None or not revision.searchable_text:
+            return "-"
+        return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', revision.searchable_text)
 
 
 @admin.register(CannedReason)

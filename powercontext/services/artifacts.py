@@ -97,7 +97,8 @@ def artifact_revision_create(
     (``RevisionConflict`` for Memory, ``ArtifactConflict`` otherwise) before anything of this
     revision is written; the caller's transaction then rolls back its own rows too. The
     revision row is insert-only, with its parent as lineage. With ``searchable_text`` the head's
-    search text and its index row are written in the same transaction (approved Experience).
+    search text and its index row are written in the same transaction (approved Experience), and
+    the revision row keeps that text for the audit.
     Returns the new revision number and updates ``head`` in place.
     """
     _require_transaction()
@@ -122,6 +123,7 @@ def artifact_revision_create(
         content=content,
         source_refs=refs.source_refs,
         artifact_refs=refs.artifact_refs,
+        searchable_text=searchable_text or "",
         created_by=created_by,
     )
     for name, value in changes.items():

@@ -375,7 +375,9 @@ def test_changelist_queries_do_not_grow_with_rows(
 
     assert at_100 == at_10
     for model in VIEW_ONLY_MODELS:
-        with django_assert_max_num_queries(6):
+        # The decisions' audit trail adds its reviewer filter (one users query) and the
+        # decided_at date hierarchy (min/max and the distinct dates): a constant three more.
+        with django_assert_max_num_queries(7 if model is ReviewDecision else 6):
             admin_client.get(url(model, "changelist"))
 
 

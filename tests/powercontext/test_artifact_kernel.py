@@ -142,3 +142,44 @@ def test_the_kernel_writes_lineage_and_moves_the_head() -> None:
     with pytest.raises(ArtifactConflict), transaction.atomic():
         artifacts.artifact_revision_create(head=head, expected_revision=1, content={"n": "stale"})
     assert ArtifactRevision.objects.filter(head=head).count() == 2
+
+
+def test_the_revision_row_keeps_the_searchable_text_it_wrote() -> None:
+    with transaction.atomic():
+        head = artifacts.artifact_head_create(scope_id="repo", family="skill", prefix="skill")
+        artifacts.artifact_revision_create(head=head, expected_revision=0, content={"n": 1})
+        artifacts.artifact_revision_create(
+            head=head, expected_revision=1, content={"n": 2}, searchable_text="pinned resolver"
+        )
+    texts = list(
+        ArtifactRevision.objects.filter(head=head)
+        .order_by("revision")
+        .values_list("searchable_text", flat=True)
+    )
+    assert texts == ["", "pinned resolver"]
+
+
+def test_an_approved_experience_keeps_what_became_searchable_on_its_revision() -> None:
+    approved, first = make_approved(
+        "repo", "experience", proposal=experience_proposal(situation="cache stampede")
+    )
+    assert approved.result_head is not None
+    revision = ArtifactRevision.objects.get(head=approved.result_head, revision=approved.result_revision)
+    head = Artifact.objects.get(pk=approved.result_head.pk)
+    assert revision.searchable_text and "stampede" in revision.searchable_text
+    assert revision.searchable_text == head.searchable_text
+    # A later revision replaces the head's search text; the first revision's row keeps its own.
+    make_approved(
+        "repo",
+        "experience",
+        proposal=experience_proposal(situation="thundering herd"),
+        artifact_refs=[first],
+        target=first,
+    )
+    revision.refresh_from_db()
+    assert "stampede" in revision.searchable_text and "herd" not in revision.searchable_text
+    second = ArtifactRevision.objects.get(head=head, revision=2)
+    assert (
+        "herd" in second.searchable_text
+        and second.searchable_text == Artifact.objects.get(pk=head.pk).searchable_text
+    )

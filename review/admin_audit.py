@@ -1,0 +1,132 @@
+"""Helpers of the decision audit page: the decided version, the revision its approval wrote,
+and their untrusted text rendered escaped, with evidence resolved into admin links.
+
+Each lookup runs once per page (cached on the decision object), never per changelist row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from powercontext.models import ArtifactRevision, Source
+from review.models import CandidateVersion, ReviewDecision
+
+_PRE = '<pre style="white-space: pre-wrap; margin: 0">{}</pre>'
+
+
+def decided_version(decision: ReviewDecision) -> CandidateVersion | None:
+    """The candidate version the reviewer decided on."""
+    if not hasattr(decision, "_audit_version"):
+        decision._audit_version = CandidateVersion.objects.filter(  # type: ignore[attr-defined]
+            candidate_id=decision.candidate_id, version=decision.version
+        ).first()
+    return decision._audit_version  # type: ignore[attr-defined,no-any-return]
+
+
+def result_revision(decision: ReviewDecision) -> ArtifactRevision | None:
+    """The artifact revision an approval wrote (None for a rejection)."""
+    if not hasattr(decision, "_audit_revision"):
+        found = None
+        if decision.result_head_id is not None and decision.result_revision is not None:
+            found = ArtifactRevision.objects.filter(
+                head_id=decision.result_head_id, revision=decision.result_revision
+            ).first()
+        decision._audit_revision = found  # type: ignore[attr-defined]
+    return decision._audit_revision  # type: ignore[attr-defined,no-any-return]
+
+
+def _value_html(value: Any) -> SafeString:
+    if isinstance(value, list):
+        return format_html(
+            "<ul style='margin: 0'>{}</ul>", format_html_join("", "<li>{}</li>", ((str(i),) for i in value))
+        )
+    return format_html(_PRE, value if isinstance(value, str) else str(value))
+
+
+def proposal_html(proposal: Any) -> SafeString:
+    """The proposal's fields as a definition list, every value escaped."""
+    if not isinstance(proposal, dict):
+        return format_html(_PRE, str(proposal))
+    return format_html(
+        "<dl>{}</dl>",
+        format_html_join(
+            "",
+            "<dt><strong>{}</strong></dt><dd>{}</dd>",
+            ((name, _value_html(v)) for name, v in proposal.items()),
+        ),
+    )
+
+
+def _source_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeString]:
+    wanted = [(str(r.get("name", "")), str(r.get("source_id", ""))) for r in refs]
+    found: dict[tuple[str, str], int] = {}
+    if wanted:
+        match = Q()
+        for name, source_id in wanted:
+            match |= Q(source_type=name, source_id=source_id)
+        found = {
+            (t, s): pk
+            for pk, t, s in Source.objects.filter(match, scope_id=scope_id).values_list(
+                "pk", "source_type", "source_id"
+            )
+        }
+    items = []
+    for key in wanted:
+        label = f"source {key[0]}:{key[1]}"
+        pk = found.get(key)
+        if pk is None:
+            items.append(format_html("{} (not in this scope)", label))
+        else:
+            items.append(
+                format_html(
+                    '<a href="{}">{}</a>', reverse("admin:powercontext_source_change", args=[pk]), label
+                )
+            )
+    return items
+
+
+def _artifact_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeString]:
+    wanted = [(str(r.get("family", "")), str(r.get("artifact_id", "")), r.get("revision")) for r in refs]
+    found: dict[tuple[str, str, Any], int] = {}
+    if wanted:
+        match = Q()
+        for family, artifact_id, revision in wanted:
+            match |= Q(family=family, artifact_id=artifact_id, revision=revision)
+        found = {
+            (f, a, r): pk
+            for pk, f, a, r in ArtifactRevision.objects.filter(match, scope_id=scope_id).values_list(
+                "pk", "family", "artifact_id", "revision"
+            )
+        }
+    items = []
+    for key in wanted:
+        label = f"{key[0]}/{key[1]}@{key[2]}"
+        pk = found.get(key)
+        if pk is None:
+            items.append(format_html("{} (not in this scope)", label))
+        else:
+            items.append(
+                format_html(
+                    '<a href="{}">{}</a>',
+                    reverse("admin:powercontext_artifactrevision_change", args=[pk]),
+                    label,
+                )
+            )
+    return items
+
+
+def evidence_html(scope_id: str, source_refs: Any, artifact_refs: Any) -> SafeString | str:
+    """Evidence references as links to their Source / ArtifactRevision admin pages."""
+    sources = [r for r in source_refs or [] if isinstance(r, dict)]
+    artifacts = [r for r in artifact_refs or [] if isinstance(r, dict)]
+    items = _source_items(scope_id, sources) + _artifact_items(scope_id, artifacts)
+    if not items:
+        return "-"
+    return format_html(
+        "<ul style='margin: 0'>{}</ul>", format_html_join("", "<li>{}</li>", ((i,) for i in items))
+    )
