@@ -51,12 +51,29 @@ def marker(secret_type: str) -> str:
     return f"[REDACTED:{secret_type}]"
 
 
+MAX_PASSES = 4
+
+
 def redact(text: str, *, detectors: Sequence[Detector]) -> Redacted:
     """``text`` with every hit of ``detectors`` replaced by its marker.
 
-    ``detectors`` is required on purpose: a call without the library-backed set would silently
-    redact less. The application uses ``powercontext.redaction_detectors.redact``.
+    A replacement can bring text next to a marker that a detector then reads differently (a
+    name glued to ``[REDACTED:…]``), so passes repeat until nothing changes: the result is a
+    fixed point and redacting it again changes nothing. ``detectors`` is required on purpose: a
+    call without the library-backed set would silently redact less. The application uses
+    ``powercontext.redaction_detectors.redact``.
     """
+    findings: list[str] = []
+    for _ in range(MAX_PASSES):
+        once = _redact_once(text, detectors)
+        if not once.findings:
+            break
+        findings.extend(once.findings)
+        text = once.text
+    return Redacted(text, tuple(findings))
+
+
+def _redact_once(text: str, detectors: Sequence[Detector]) -> Redacted:
     protected = [match.span() for match in MARKER.finditer(text)]
     spans: list[tuple[int, int, int, str]] = []
     for priority, detector in enumerate(detectors):
