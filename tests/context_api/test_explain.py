@@ -1,0 +1,215 @@
+"""context_api.explain and manage.py explain_prepare: the builder's per-candidate decisions."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from hypothesis import given
+
+from context_api.builder import (
+    BEGIN_MARKER,
+    END_MARKER,
+    MEMORY_CANDIDATE_WINDOW,
+    ArtifactRef,
+    ExperienceContent,
+    ExperienceHit,
+    MemoryHit,
+    PreparedContext,
+)
+from context_api.explain import explain
+from context_api.management.commands import explain_prepare
+from powercontext.selectors.context import ContextCandidates
+from tests.conftest import Api
+from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
+
+# -- the pure trace agrees with the builder -------------------------------------------------------
+
+
+def admitted_citations(prepared: PreparedContext) -> list[dict[str, Any]]:
+    if prepared.content is None:
+        return []
+    content = prepared.content
+    start = content.index(BEGIN_MARKER + "\n") + len(BEGIN_MARKER) + 1
+    items = json.loads(content[start : content.index("\n" + END_MARKER)])["items"]
+    return [item["citation"] for item in items]
+
+
+def traced_citations(explained) -> list[dict[str, Any]]:
+    result = []
+    for trace in explained.admitted:
+        if trace.source == "memory":
+            result.append({"memory_ref": explained.as_dict()["memory_ref"], **trace.citation})
+        else:
+            result.append(trace.citation)
+    return result
+
+
+@DETERMINISTIC
+@given(cases())
+def test_explain_agrees_with_build_on_admitted_citations_and_bytes(case):
+    head, memories, experiences, max_bytes = case
+    built = build(head, memories, experiences, max_bytes)
+
+    explained = explain(
+        memory_ref=head, memory_hits=memories, experience_hits=experiences, max_bytes=max_bytes
+    )
+
+    assert explained.prepared == built
+    assert traced_citations(explained) == admitted_citations(built)
+    assert [(t.source, t.rank) for t in explained.candidates] == [
+        *(("memory", r) for r in range(1, len(memories) + 1)),
+        *(("experience", r) for r in range(1, len(experiences) + 1)),
+    ]
+    for trace in explained.candidates:
+        assert trace.decision in {"admitted", "duplicate", "skipped"}
+        assert (trace.reason is not None) == (trace.decision == "skipped")
+        assert (trace.duplicate_of is not None) == (trace.decision == "duplicate")
+        if trace.decision == "admitted":
+            assert 0 < trace.content_bytes < trace.item_bytes <= max_bytes
+    if built.content is not None:
+        contents = [t.content_bytes for t in explained.admitted]
+        assert sum(contents) < built.content_bytes <= max_bytes
+
+
+def memory(entry: str, text: str, head: ArtifactRef = HEAD) -> MemoryHit:
+    return MemoryHit(memory_ref=head, entry_id=entry, entry_version_id="v1", text=text, score=0.5)
+
+
+def experience(artifact_id: str) -> ExperienceHit:
+    return ExperienceHit(
+        artifact_ref=ArtifactRef("experience", artifact_id, 1),
+        content=ExperienceContent(situation="s", action="a", outcome="o", lesson="l"),
+    )
+
+
+def decisions(explained) -> list[tuple[str, int, str, Any]]:
+    return [
+        (t.source, t.rank, t.decision, t.reason or t.duplicate_of or t.truncated_by)
+        for t in explained.candidates
+    ]
+
+
+def test_each_skip_reason_is_named():
+    hits = [memory("e1", "first"), memory("e1", "first again"), memory("e2", "   ")]
+    hits += [memory(f"m{i}", f"note {i}") for i in range(MEMORY_CANDIDATE_WINDOW)]  # 19 hits
+    experiences = [experience("x1"), experience("x1"), experience("x2"), experience("x3")]
+
+    explained = explain(memory_ref=HEAD, memory_hits=hits, experience_hits=experiences, max_bytes=8000)
+
+    assert decisions(explained) == [
+        ("memory", 1, "admitted", None),
+        ("memory", 2, "duplicate", 1),
+        ("memory", 3, "skipped", "blank"),
+        *(("memory", r, "admitted", None) for r in range(4, 9)),  # m0..m4, interleaved with x1, x2
+        *(("memory", r, "skipped", "total_item_limit") for r in range(9, 11)),  # 8 items already
+        *(("memory", r, "skipped", "item_limit") for r in range(11, 17)),  # 8 selected already
+        *(("memory", r, "skipped", "window") for r in range(17, 20)),
+        ("experience", 1, "admitted", None),
+        ("experience", 2, "duplicate", 1),
+        ("experience", 3, "admitted", None),
+        ("experience", 4, "skipped", "item_limit"),
+    ]
+    assert [t.attempt for t in explained.admitted] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_truncation_is_attributed_to_the_source_cap_or_the_budget():
+    capped = explain(
+        memory_ref=HEAD, memory_hits=[memory("e1", "a" * 3000)], experience_hits=[], max_bytes=8000
+    )
+    cut = explain(memory_ref=HEAD, memory_hits=[memory("e1", "a" * 3000)], experience_hits=[], max_bytes=800)
+    neither = explain(
+        memory_ref=HEAD,
+        memory_hits=[memory("e1", "a" * 3000), memory("e2", "b" * 100)],
+        experience_hits=[],
+        max_bytes=800,
+    )
+
+    assert decisions(capped) == [("memory", 1, "admitted", "source_cap")]
+    assert capped.candidates[0].content_bytes == 2000 and capped.candidates[0].source_bytes == 3000
+    assert decisions(cut) == [("memory", 1, "admitted", "budget")]
+    assert decisions(neither)[1] == ("memory", 2, "skipped", "over_budget")
+
+
+# -- manage.py explain_prepare ------------------------------------------------------------------
+
+LONG = "deploy " + " ".join(["checklist"] * 150)  # 1506 bytes: more than the budget leaves, so it is cut
+SHORT = "deploy on tuesdays only"
+MISSES = "deploy with the old script, now retired"
+
+
+@pytest.fixture
+def ops_scope(api: Api, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
+    """Three remembered entries, read by the real selector, put in a known search order with the
+    first hit repeated (a duplicate the builder must drop)."""
+    entries = {text: api.remember("ops", text)["entry"] for text in (SHORT, LONG, MISSES)}
+    original = explain_prepare.context_candidates
+
+    def ordered(**kwargs: Any) -> ContextCandidates:
+        found = original(**kwargs)
+        order = [SHORT, LONG, MISSES]
+        hits = sorted(found.memory_hits, key=lambda hit: order.index(hit.text))
+        assert [hit.text for hit in hits] == order
+        return ContextCandidates(found.memory_ref, [*hits, hits[0]], found.experience_hits)
+
+    monkeypatch.setattr(explain_prepare, "context_candidates", ordered)
+    return entries
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command("explain_prepare", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_command_lists_each_candidate_with_its_decision(ops_scope) -> None:
+    body = json.loads(run("--scope", "ops", "--query", "deploy", "--max-bytes", "1200", "--json"))
+
+    assert body["scope_id"] == "ops" and body["max_bytes"] == 1200
+    assert body["search_mode"] in {"fts", "hybrid"}
+    assert body["memory_ref"]["family"] == "memory" and body["status"] == "ready"
+    assert 1100 < body["content_bytes"] <= 1200 and body["admitted"] == 2
+    rows = body["candidates"]
+    cited = [
+        {k: ops_scope[t]["citation"][k] for k in ("entry_id", "entry_version_id")}
+        for t in (SHORT, LONG, MISSES)
+    ]
+    assert [row["citation"] for row in rows] == [*cited, cited[0]]
+    short, long, misses, again = rows
+    assert short["decision"] == "admitted" and short["truncated"] is False
+    assert short["content_bytes"] == len(SHORT)
+    assert long["decision"] == "admitted" and long["truncated"] is True and long["truncated_by"] == "budget"
+    assert long["source_bytes"] == len(LONG) > long["content_bytes"] >= 64
+    assert misses["decision"] == "skipped" and misses["reason"] == "over_budget"
+    assert again["decision"] == "duplicate" and again["duplicate_of"] == 1
+    assert all(isinstance(row["score"], float) and row["matched_by"] for row in rows)
+    assert "checklist" not in json.dumps(body) and "tuesdays" not in json.dumps(body)
+
+
+def test_the_table_shows_sizes_and_short_ids_and_text_only_on_request(ops_scope) -> None:
+    table = run("--scope", "ops", "--query", "deploy", "--max-bytes", "1200")
+    shown = run("--scope", "ops", "--query", "deploy", "--max-bytes", "1200", "--show-text")
+
+    assert "max_bytes 1200" in table and "admitted 2" in table
+    assert "duplicate of #1" in table and "skipped: over_budget" in table and "truncated(budget)" in table
+    assert "tuesdays" not in table and "checklist" not in table
+    entry_id = ops_scope[SHORT]["citation"]["entry_id"]
+    assert len(entry_id) <= 12 or entry_id not in table
+    assert '"deploy on tuesdays only"' in shown
+    assert '"deploy checklist checklist checklist che\\u2026"' in shown
+
+
+def test_an_unknown_scope_explains_an_empty_prepare(api: Api) -> None:
+    body = json.loads(run("--scope", "nobody", "--query", "deploy", "--json"))
+
+    assert body["memory_ref"] is None and body["status"] == "empty" and body["content_bytes"] == 0
+    assert body["candidates"] == [] and body["max_bytes"] == 8000
+
+
+def test_the_budget_is_validated(api: Api) -> None:
+    with pytest.raises(CommandError, match="max-bytes"):
+        run("--scope", "ops", "--query", "deploy", "--max-bytes", "100")
