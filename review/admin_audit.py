@@ -75,19 +75,19 @@ def _source_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeString]
                 "pk", "source_type", "source_id"
             )
         }
-    items = []
-    for key in wanted:
-        label = f"source {key[0]}:{key[1]}"
-        pk = found.get(key)
-        if pk is None:
-            items.append(format_html("{} (not in this scope)", label))
-        else:
-            items.append(
-                format_html(
-                    '<a href="{}">{}</a>', reverse("admin:powercontext_source_change", args=[pk]), label
-                )
-            )
-    return items
+    return _links(
+        [(f"source {name}:{source_id}", found.get((name, source_id))) for name, source_id in wanted], "source"
+    )
+
+
+def _links(labelled: list[tuple[str, int | None]], model: str) -> list[SafeString]:
+    """Each label as a link to its admin page, or marked as not found in the scope."""
+    return [
+        format_html('<a href="{}">{}</a>', reverse(f"admin:powercontext_{model}_change", args=[pk]), label)
+        if pk is not None
+        else format_html("{} (not in this scope)", label)
+        for label, pk in labelled
+    ]
 
 
 def _artifact_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeString]:
@@ -103,21 +103,7 @@ def _artifact_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeStrin
                 "pk", "family", "artifact_id", "revision"
             )
         }
-    items = []
-    for key in wanted:
-        label = f"{key[0]}/{key[1]}@{key[2]}"
-        pk = found.get(key)
-        if pk is None:
-            items.append(format_html("{} (not in this scope)", label))
-        else:
-            items.append(
-                format_html(
-                    '<a href="{}">{}</a>',
-                    reverse("admin:powercontext_artifactrevision_change", args=[pk]),
-                    label,
-                )
-            )
-    return items
+    return _links([(f"{f}/{a}@{r}", found.get((f, a, r))) for f, a, r in wanted], "artifactrevision")
 
 
 def evidence_html(scope_id: str, source_refs: Any, artifact_refs: Any) -> SafeString | str:
