@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from powercontext.models import ArtifactRevision, Source
+from powercontext.models import ArtifactRevision
 from review.models import CandidateVersion, ReviewDecision
+from review.selectors.evidence import ref_key, revision_rows, source_rows
 
 _PRE = '<pre style="white-space: pre-wrap; margin: 0">{}</pre>'
 
@@ -63,20 +63,11 @@ def proposal_html(proposal: Any) -> SafeString:
 
 
 def _source_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeString]:
-    wanted = [(str(r.get("name", "")), str(r.get("source_id", ""))) for r in refs]
-    found: dict[tuple[str, str], int] = {}
-    if wanted:
-        match = Q()
-        for name, source_id in wanted:
-            match |= Q(source_type=name, source_id=source_id)
-        found = {
-            (t, s): pk
-            for pk, t, s in Source.objects.filter(match, scope_id=scope_id).values_list(
-                "pk", "source_type", "source_id"
-            )
-        }
+    found = source_rows(scope_id, refs)
+    wanted = [(str(r.get("name")), str(r.get("source_id"))) for r in refs]
     return _links(
-        [(f"source {name}:{source_id}", found.get((name, source_id))) for name, source_id in wanted], "source"
+        [(f"source {name}:{sid}", getattr(found.get((name, sid)), "pk", None)) for name, sid in wanted],
+        "source",
     )
 
 
@@ -91,19 +82,12 @@ def _links(labelled: list[tuple[str, int | None]], model: str) -> list[SafeStrin
 
 
 def _artifact_items(scope_id: str, refs: list[dict[str, Any]]) -> list[SafeString]:
-    wanted = [(str(r.get("family", "")), str(r.get("artifact_id", "")), r.get("revision")) for r in refs]
-    found: dict[tuple[str, str, Any], int] = {}
-    if wanted:
-        match = Q()
-        for family, artifact_id, revision in wanted:
-            match |= Q(family=family, artifact_id=artifact_id, revision=revision)
-        found = {
-            (f, a, r): pk
-            for pk, f, a, r in ArtifactRevision.objects.filter(match, scope_id=scope_id).values_list(
-                "pk", "family", "artifact_id", "revision"
-            )
-        }
-    return _links([(f"{f}/{a}@{r}", found.get((f, a, r))) for f, a, r in wanted], "artifactrevision")
+    wanted = [ref_key(r) for r in refs]
+    found = revision_rows(scope_id, wanted)
+    return _links(
+        [(f"{f}/{a}@{r}", getattr(found.get((f, a, r)), "pk", None)) for f, a, r in wanted],
+        "artifactrevision",
+    )
 
 
 def evidence_html(scope_id: str, source_refs: Any, artifact_refs: Any) -> SafeString | str:

@@ -91,7 +91,7 @@ class Evidence:
     target: TargetView | None
 
 
-def _key(ref: dict[str, Any]) -> tuple[str, str, int]:
+def ref_key(ref: dict[str, Any]) -> tuple[str, str, int]:
     return (str(ref.get("family")), str(ref.get("artifact_id")), int(ref.get("revision") or 0))
 
 
@@ -100,12 +100,16 @@ def _any_of(conditions: Iterable[Q]) -> Q | None:
     return reduce(or_, items) if items else None
 
 
-def _resolve_sources(scope_id: str, refs: list[dict[str, Any]]) -> list[SourceEvidence]:
+def source_rows(scope_id: str, refs: Iterable[dict[str, Any]]) -> dict[tuple[str, str], Source]:
+    """The Sources that ``refs`` name within ``scope_id``, by (name, source_id): one query."""
     match = _any_of(Q(source_type=str(r.get("name")), source_id=str(r.get("source_id"))) for r in refs)
-    found: dict[tuple[str, str], Source] = {}
-    if match is not None:
-        for source in Source.objects.filter(scope_id=scope_id).filter(match):
-            found[(source.source_type, source.source_id)] = source
+    if match is None:
+        return {}
+    return {(s.source_type, s.source_id): s for s in Source.objects.filter(scope_id=scope_id).filter(match)}
+
+
+def _resolve_sources(scope_id: str, refs: list[dict[str, Any]]) -> list[SourceEvidence]:
+    found = source_rows(scope_id, refs)
     out: list[SourceEvidence] = []
     for ref in refs:
         name, source_id = str(ref.get("name")), str(ref.get("source_id"))
@@ -130,9 +134,10 @@ def _resolve_sources(scope_id: str, refs: list[dict[str, Any]]) -> list[SourceEv
     return out
 
 
-def _revision_rows(
+def revision_rows(
     scope_id: str, keys: Iterable[tuple[str, str, int]]
 ) -> dict[tuple[str, str, int], ArtifactRevision]:
+    """The Artifact revisions named by (family, artifact_id, revision) within ``scope_id``: one query."""
     match = _any_of(Q(family=f, artifact_id=a, revision=r) for f, a, r in set(keys))
     if match is None:
         return {}
@@ -181,22 +186,22 @@ def evidence_resolve(
     """
     sources = _resolve_sources(scope_id, version.source_refs)
     target = version.target
-    target_key = _key(target) if target else None
+    target_key = ref_key(target) if target else None
     head: Artifact | None = None
     if target is not None:
         head = Artifact.objects.filter(
             scope_id=scope_id, family=family, artifact_id=str(target.get("artifact_id"))
         ).first()
-    keys = [_key(ref) for ref in version.artifact_refs]
+    keys = [ref_key(ref) for ref in version.artifact_refs]
     if target_key is not None:
         keys.append(target_key)
     if head is not None and head.current_revision >= 1:
         keys.append((head.family, head.artifact_id, head.current_revision))
-    rows = _revision_rows(scope_id, keys)
+    rows = revision_rows(scope_id, keys)
     entries = _entry_versions(scope_id, rows.values())
     revisions: list[RevisionEvidence] = []
     for ref in version.artifact_refs:
-        key = _key(ref)
+        key = ref_key(ref)
         row = rows.get(key)
         if row is None:
             revisions.append(
