@@ -22,7 +22,7 @@ from context_api.builder import (
     PreparedContext,
 )
 from context_api.explain import explain
-from context_api.management.commands import explain_prepare
+from powercontext.selectors import prepare_explain
 from powercontext.selectors.context import ContextCandidates
 from tests.conftest import Api
 from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
@@ -147,7 +147,7 @@ def ops_scope(api: Api, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, 
     """Three remembered entries, read by the real selector, put in a known search order with the
     first hit repeated (a duplicate the builder must drop)."""
     entries = {text: api.remember("ops", text)["entry"] for text in (SHORT, LONG, MISSES)}
-    original = explain_prepare.context_candidates
+    original = prepare_explain.context_candidates
 
     def ordered(**kwargs: Any) -> ContextCandidates:
         found = original(**kwargs)
@@ -156,7 +156,7 @@ def ops_scope(api: Api, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, 
         assert [hit.text for hit in hits] == order
         return ContextCandidates(found.memory_ref, [*hits, hits[0]], found.experience_hits)
 
-    monkeypatch.setattr(explain_prepare, "context_candidates", ordered)
+    monkeypatch.setattr(prepare_explain, "context_candidates", ordered)
     return entries
 
 
