@@ -16,12 +16,13 @@ from context_api.builder import (
     END_MARKER,
     MEMORY_CANDIDATE_WINDOW,
     ArtifactRef,
+    BuilderInvariantError,
     ExperienceContent,
     ExperienceHit,
     MemoryHit,
     PreparedContext,
 )
-from context_api.explain import explain
+from context_api.explain import SKIP_REASONS, explain, summarize
 from powercontext.selectors import prepare_explain
 from powercontext.selectors.context import ContextCandidates
 from tests.conftest import Api
@@ -115,6 +116,51 @@ def test_each_skip_reason_is_named():
         ("experience", 4, "skipped", "item_limit"),
     ]
     assert [t.attempt for t in explained.admitted] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_the_summary_counts_each_decision_and_holds_no_text_or_id():
+    hits = [memory("e1", "first"), memory("e1", "first again"), memory("e2", "   ")]
+    hits += [memory(f"m{i}", f"note {i}") for i in range(MEMORY_CANDIDATE_WINDOW)]
+    hits.append(memory("big", "a" * 3000))  # beyond the window
+    experiences = [experience("x1"), experience("x1"), experience("x2"), experience("x3")]
+    explained = explain(memory_ref=HEAD, memory_hits=hits, experience_hits=experiences, max_bytes=8000)
+
+    summary = summarize(explained)
+
+    assert (summary.memory_candidates, summary.experience_candidates) == (20, 4)
+    assert (summary.memory_admitted, summary.experience_admitted) == (6, 2)
+    assert summary.duplicates == 2 and not summary.empty
+    assert dict(zip(SKIP_REASONS, summary.skipped, strict=True)) == {
+        "blank": 1,
+        "unencodable": 0,
+        "item_limit": 7,
+        "total_item_limit": 2,
+        "over_budget": 0,
+        "window": 4,
+    }
+    assert summary.truncated == (0, 0)
+    assert (summary.content_bytes, summary.max_bytes) == (explained.prepared.content_bytes, 8000)
+    assert all(isinstance(value, int | bool | tuple) for value in vars(summary).values())
+
+
+def test_a_prepared_result_passed_in_is_checked_not_trusted():
+    hits = [memory("e1", "first")]
+    built = build(HEAD, hits, [], 8000)
+
+    assert (
+        explain(
+            memory_ref=HEAD, memory_hits=hits, experience_hits=[], max_bytes=8000, prepared=built
+        ).prepared
+        is built
+    )
+    with pytest.raises(BuilderInvariantError):
+        explain(
+            memory_ref=HEAD,
+            memory_hits=hits,
+            experience_hits=[],
+            max_bytes=8000,
+            prepared=PreparedContext.empty(),
+        )
 
 
 def test_truncation_is_attributed_to_the_source_cap_or_the_budget():
