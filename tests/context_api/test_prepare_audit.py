@@ -292,3 +292,18 @@ def test_the_operation_table_prepare_records_and_other_callers_do_not(api: Api, 
     assert prepare_audit.buffer().pending() == 0
     prepare(api, "ops")
     assert prepare_audit.buffer().pending() == 1
+
+
+def test_a_forked_child_starts_with_an_empty_buffer_and_its_own_flusher(
+    api: Api, ops: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepare(api, "ops")
+    parent = prepare_audit.buffer()
+    assert parent.pending() == 1
+
+    monkeypatch.setattr(prepare_audit.os, "getpid", lambda: -1)  # as after os.fork()
+    child = prepare_audit.buffer()
+
+    assert child is not parent and child.pending() == 0  # the parent's prepares are the parent's to flush
+    prepare(api, "ops")
+    assert child.pending() == 1 and parent.pending() == 1
