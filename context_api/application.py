@@ -4,7 +4,9 @@ One statement reads everything a prepare needs: the Memory candidates of the sco
 head (with that head's revision, so every hit cites the revision the statement saw; a head
 committed meanwhile cannot leak into this response) and the approved, current Experience
 candidates. Typed hits then go to the pure builder. Nothing is written; the query is never
-logged.
+logged. With ``audit`` (the /v1 operation), the metadata of each prepare (counts and sizes from
+``context_api.explain``, never text) is buffered in process for the prepare aggregates
+(``context_api.prepare_audit``), which a background thread writes later.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from context_api import prepare_audit
 from context_api.builder import (
     EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
@@ -20,8 +23,11 @@ from context_api.builder import (
     PreparedContext,
     PreparedContextBuilder,
 )
+from context_api.explain import explain, summarize
+from powercontext import search
 from powercontext.exceptions import InvariantFailure
 from powercontext.selectors import context as context_selectors
+from powercontext.selectors.context import ContextCandidates
 
 logger = logging.getLogger("powercontext.prepare")
 
@@ -34,8 +40,9 @@ class PrepareRequest:
 
 
 class ScopedContextApplication:
-    def __init__(self, builder: PreparedContextBuilder | None = None) -> None:
+    def __init__(self, builder: PreparedContextBuilder | None = None, *, audit: bool = False) -> None:
         self.builder = builder or PreparedContextBuilder()
+        self.audit = audit
 
     def prepare(self, request: PrepareRequest) -> PreparedContext:
         """Search the scope's current Memory head and approved Experiences; build the context.
@@ -44,6 +51,7 @@ class ScopedContextApplication:
         fail; database errors propagate to the HTTP error mapping (503 when unreachable).
         """
         started = time.perf_counter()
+        mode = search.best_mode() if self.audit else ""
         found = context_selectors.context_candidates(
             scope_id=request.scope_id,
             query=request.query,
@@ -60,12 +68,41 @@ class ScopedContextApplication:
         except BuilderInvariantError as exc:
             logger.error("prepare invariant_failure error_class=%s", type(exc).__name__)
             raise InvariantFailure() from exc
+        elapsed = time.perf_counter() - started
         logger.info(
             "prepare status=%s memory_hits=%d experience_hits=%d content_bytes=%d duration_ms=%.1f",
             prepared.status,
             len(found.memory_hits),
             len(found.experience_hits),
             prepared.content_bytes,
-            (time.perf_counter() - started) * 1000,
+            elapsed * 1000,
         )
+        if self.audit:
+            self._record(request, mode, found, prepared, elapsed)
         return prepared
+
+    @staticmethod
+    def _record(
+        request: PrepareRequest,
+        mode: str,
+        found: ContextCandidates,
+        prepared: PreparedContext,
+        elapsed: float,
+    ) -> None:
+        """Buffer the prepare's metadata; a failure here never fails the prepare."""
+        try:
+            explained = explain(
+                memory_ref=found.memory_ref,
+                memory_hits=found.memory_hits,
+                experience_hits=found.experience_hits,
+                max_bytes=request.max_bytes,
+                prepared=prepared,
+            )
+            prepare_audit.record(
+                scope_id=request.scope_id,
+                search_mode=mode,
+                summary=summarize(explained),
+                latency_seconds=elapsed,
+            )
+        except Exception as exc:
+            logger.warning("prepare audit_failed error_class=%s", type(exc).__name__)

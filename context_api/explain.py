@@ -152,11 +152,14 @@ def explain(
     memory_hits: Sequence[MemoryHit],
     experience_hits: Sequence[ExperienceHit],
     max_bytes: int,
+    prepared: PreparedContext | None = None,
 ) -> Explanation:
     """The builder's result for these inputs and the decision it took on every hit.
 
     Hits beyond the candidate windows are reported as skipped (``window``) and not passed on;
-    every other invariant failure is the builder's own ``BuilderInvariantError``.
+    every other invariant failure is the builder's own ``BuilderInvariantError``. A caller that
+    already built these inputs (prepare itself) passes its ``prepared`` result, which is then
+    not rebuilt but still checked against the replay.
     """
     memory_hits, memory_extra = (
         tuple(memory_hits[:MEMORY_CANDIDATE_WINDOW]),
@@ -166,9 +169,13 @@ def explain(
         tuple(experience_hits[:EXPERIENCE_CANDIDATE_WINDOW]),
         experience_hits[EXPERIENCE_CANDIDATE_WINDOW:],
     )
-    prepared = PreparedContextBuilder().build(
-        memory_ref=memory_ref, memory_hits=memory_hits, experience_hits=experience_hits, max_bytes=max_bytes
-    )
+    if prepared is None:
+        prepared = PreparedContextBuilder().build(
+            memory_ref=memory_ref,
+            memory_hits=memory_hits,
+            experience_hits=experience_hits,
+            max_bytes=max_bytes,
+        )
 
     memory_traces = [
         CandidateTrace(
@@ -253,4 +260,49 @@ def explain(
         memory_ref=memory_ref,
         prepared=prepared,
         candidates=(*memory_traces, *experience_traces),
+    )
+
+
+SKIP_REASONS = ("blank", "unencodable", "item_limit", "total_item_limit", "over_budget", "window")
+TRUNCATION_CAUSES = ("source_cap", "budget")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The metadata of one prepare, for the per-scope aggregates: counts and sizes only.
+
+    Never a query, a text, an id or a citation; ``skipped`` and ``truncated`` have one count per
+    name of ``SKIP_REASONS`` / ``TRUNCATION_CAUSES``, in that order.
+    """
+
+    empty: bool
+    memory_candidates: int
+    experience_candidates: int
+    memory_admitted: int
+    experience_admitted: int
+    duplicates: int
+    skipped: tuple[int, ...]
+    truncated: tuple[int, ...]
+    content_bytes: int
+    max_bytes: int
+
+
+def summarize(explanation: Explanation) -> Summary:
+    """Count what the builder did with the candidates of one prepare."""
+    traces = explanation.candidates
+
+    def count(source: str, decision: str) -> int:
+        return sum(1 for t in traces if t.source == source and t.decision == decision)
+
+    return Summary(
+        empty=explanation.prepared.content is None,
+        memory_candidates=sum(1 for t in traces if t.source == MEMORY_FAMILY),
+        experience_candidates=sum(1 for t in traces if t.source == EXPERIENCE_FAMILY),
+        memory_admitted=count(MEMORY_FAMILY, ADMITTED),
+        experience_admitted=count(EXPERIENCE_FAMILY, ADMITTED),
+        duplicates=sum(1 for t in traces if t.decision == DUPLICATE),
+        skipped=tuple(sum(1 for t in traces if t.reason == reason) for reason in SKIP_REASONS),
+        truncated=tuple(sum(1 for t in traces if t.truncated_by == cause) for cause in TRUNCATION_CAUSES),
+        content_bytes=explanation.prepared.content_bytes,
+        max_bytes=explanation.max_bytes,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
@@ -104,7 +105,14 @@ class ScopeStateAdmin(ReadOnlyAdmin):
     list_select_related = ()
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
-    fields = ("scope_id", "last_source_position")
+    fields = ("scope_id", "last_source_position", "explain_link")
+
+    @admin.display(description="prepare")
+    def explain_link(self, obj: ScopeState) -> SafeString:
+        url = reverse("admin:powercontext_prepare_explain")
+        return format_html(
+            '<a href="{}?{}">Explain a prepare in this scope</a>', url, urlencode({"scope": obj.scope_id})
+        )
 
 
 @admin.register(Source)
@@ -447,5 +455,6 @@ class PipelineCounterAdmin(ReadOnlyAdmin):
     fields = ("scope_id", "name", "value", "updated_at")
 
 
-# The ArtifactRevision admin lives in its own module (it links into the review audit trail).
-from powercontext import admin_artifacts  # noqa: E402, F401
+# The ArtifactRevision admin (it links into the review audit trail) and the prepare admin (the
+# aggregates and the page "Explain a prepare") live in their own modules.
+from powercontext import admin_artifacts, admin_prepare  # noqa: E402, F401

@@ -317,11 +317,27 @@ POWERCONTEXT_PIPELINE = {
 }
 # Celery beat (service mode): how often the pipeline scan runs.
 POWERCONTEXT_PIPELINE_SCAN_SECONDS = _env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
+
+# --- Prepare aggregates (README "Prepare aggregates") -----------------------------------------
+# Per scope, UTC hour and search mode: counts, sizes and a latency histogram of prepares, never
+# the query or any text. Buffered in each process and written by a background thread every
+# FLUSH_SECONDS (0: no thread; the buffer is then never written), so a prepare never writes.
+POWERCONTEXT_PREPARE_AUDIT = _env_bool("POWERCONTEXT_PREPARE_AUDIT", True)
+POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS = _env_int("POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS", 10)
+POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS = _env_int("POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS", 10000, minimum=1)
+POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = _env_int(
+    "POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS", 30, minimum=1
+)
+
 CELERY_BEAT_SCHEDULE = {
     "pipeline-scan": {
         "task": "powercontext.pipeline_scan",
         "schedule": float(POWERCONTEXT_PIPELINE_SCAN_SECONDS),
-    }
+    },
+    "prepare-aggregates-prune": {
+        "task": "powercontext.prune_prepare_aggregates",
+        "schedule": 3600.0,
+    },
 }
 
 # --- Secret key -----------------------------------------------------------------------------

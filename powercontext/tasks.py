@@ -13,6 +13,7 @@ from django.db import OperationalError
 
 from powercontext import search
 from powercontext.pipeline import runner
+from powercontext.services import prepare_stats
 
 # Idempotent work: redelivered after a worker crash, retried with backoff while the database is down.
 TASK_OPTIONS: dict[str, Any] = {
@@ -74,3 +75,12 @@ def pipeline_phase2(scope_id: str) -> dict[str, Any]:
         "proposed": done.proposed,
         "rejected": done.rejected,
     }
+
+
+# --- prepare aggregates -------------------------------------------------------------------------
+
+
+@shared_task(name="powercontext.prune_prepare_aggregates", **TASK_OPTIONS)
+def prune_prepare_aggregates(days: int | None = None) -> dict[str, Any]:
+    """Delete prepare aggregates older than the retention (beat: hourly). Idempotent."""
+    return {"deleted": prepare_stats.prune_expired(days=days)}

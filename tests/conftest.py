@@ -204,3 +204,16 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
         test["NAME"] = base.replace(".sqlite3", f"-{pid}.sqlite3")
     else:
         test["NAME"] = f"test_{db['NAME']}_{pid}"
+
+
+@pytest.fixture(autouse=True)
+def _prepare_audit_buffer(settings: Any) -> Iterator[None]:
+    """No background flusher in tests (a thread would write outside the test's transaction); each
+    test starts and ends with an empty prepare-aggregate buffer, flushed only when it asks."""
+    from context_api import prepare_audit
+
+    settings.POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS = 0
+    prepare_audit.buffer().clear()
+    yield
+    prepare_audit.stop_flusher()
+    prepare_audit.buffer().clear()

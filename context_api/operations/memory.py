@@ -234,7 +234,7 @@ class PrepareInput(StrictSerializer):
     )
 
 
-_application = ScopedContextApplication()
+_application = ScopedContextApplication(audit=True)
 
 
 @operation("prepare_context", "v1/context/prepare", PrepareInput, read_only=True, idempotent=True)

@@ -16,13 +16,14 @@ from context_api.builder import (
     END_MARKER,
     MEMORY_CANDIDATE_WINDOW,
     ArtifactRef,
+    BuilderInvariantError,
     ExperienceContent,
     ExperienceHit,
     MemoryHit,
     PreparedContext,
 )
-from context_api.explain import explain
-from context_api.management.commands import explain_prepare
+from context_api.explain import SKIP_REASONS, explain, summarize
+from powercontext.selectors import prepare_explain
 from powercontext.selectors.context import ContextCandidates
 from tests.conftest import Api
 from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
@@ -117,6 +118,51 @@ def test_each_skip_reason_is_named():
     assert [t.attempt for t in explained.admitted] == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
+def test_the_summary_counts_each_decision_and_holds_no_text_or_id():
+    hits = [memory("e1", "first"), memory("e1", "first again"), memory("e2", "   ")]
+    hits += [memory(f"m{i}", f"note {i}") for i in range(MEMORY_CANDIDATE_WINDOW)]
+    hits.append(memory("big", "a" * 3000))  # beyond the window
+    experiences = [experience("x1"), experience("x1"), experience("x2"), experience("x3")]
+    explained = explain(memory_ref=HEAD, memory_hits=hits, experience_hits=experiences, max_bytes=8000)
+
+    summary = summarize(explained)
+
+    assert (summary.memory_candidates, summary.experience_candidates) == (20, 4)
+    assert (summary.memory_admitted, summary.experience_admitted) == (6, 2)
+    assert summary.duplicates == 2 and not summary.empty
+    assert dict(zip(SKIP_REASONS, summary.skipped, strict=True)) == {
+        "blank": 1,
+        "unencodable": 0,
+        "item_limit": 7,
+        "total_item_limit": 2,
+        "over_budget": 0,
+        "window": 4,
+    }
+    assert summary.truncated == (0, 0)
+    assert (summary.content_bytes, summary.max_bytes) == (explained.prepared.content_bytes, 8000)
+    assert all(isinstance(value, int | bool | tuple) for value in vars(summary).values())
+
+
+def test_a_prepared_result_passed_in_is_checked_not_trusted():
+    hits = [memory("e1", "first")]
+    built = build(HEAD, hits, [], 8000)
+
+    assert (
+        explain(
+            memory_ref=HEAD, memory_hits=hits, experience_hits=[], max_bytes=8000, prepared=built
+        ).prepared
+        is built
+    )
+    with pytest.raises(BuilderInvariantError):
+        explain(
+            memory_ref=HEAD,
+            memory_hits=hits,
+            experience_hits=[],
+            max_bytes=8000,
+            prepared=PreparedContext.empty(),
+        )
+
+
 def test_truncation_is_attributed_to_the_source_cap_or_the_budget():
     capped = explain(
         memory_ref=HEAD, memory_hits=[memory("e1", "a" * 3000)], experience_hits=[], max_bytes=8000
@@ -147,7 +193,7 @@ def ops_scope(api: Api, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, 
     """Three remembered entries, read by the real selector, put in a known search order with the
     first hit repeated (a duplicate the builder must drop)."""
     entries = {text: api.remember("ops", text)["entry"] for text in (SHORT, LONG, MISSES)}
-    original = explain_prepare.context_candidates
+    original = prepare_explain.context_candidates
 
     def ordered(**kwargs: Any) -> ContextCandidates:
         found = original(**kwargs)
@@ -156,7 +202,7 @@ def ops_scope(api: Api, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, 
         assert [hit.text for hit in hits] == order
         return ContextCandidates(found.memory_ref, [*hits, hits[0]], found.experience_hits)
 
-    monkeypatch.setattr(explain_prepare, "context_candidates", ordered)
+    monkeypatch.setattr(prepare_explain, "context_candidates", ordered)
     return entries
 
 
