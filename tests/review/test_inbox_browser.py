@@ -119,7 +119,9 @@ def test_a_reviewer_approves_rejects_and_revises_and_the_approved_experience_is_
         page.keyboard.press("o")
         expect(page.get_by_role("heading", name=f"Candidate #{to_approve.pk}")).to_be_visible()
         expect(
-            page.get_by_text("Rotate the staging TLS certificates two weeks before the quarterly audit.")
+            page.locator("[data-rendered]").get_by_text(
+                "Rotate the staging TLS certificates two weeks before the quarterly audit."
+            )
         ).to_be_visible()
         expect(page.locator("pre.source").first).to_be_visible()
         _shot(page, "02-candidate")
