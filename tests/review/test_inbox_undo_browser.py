@@ -310,3 +310,43 @@ def test_closing_the_page_sends_the_held_decision(
     assert posts_before_close == []
     assert dialogs == []
     assert _status(candidate) == ["approved"]
+
+
+def test_a_bulk_approve_is_held_undone_with_the_selection_kept_then_sent_on_expiry(
+    reviewer: User, live_server: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    first, second, third = _candidates(3)
+    with chromium() as browser:
+        watch = Watch(browser, live_server.url)
+        page = watch.page
+        page.goto("/review/")
+        boxes = page.locator("input[data-select]")
+        boxes.nth(0).check()
+        boxes.nth(1).check()
+        page.get_by_role("button", name="Approve selected").click()
+        toast = page.locator("#undo-toast")
+        expect(toast).to_contain_text("Approved: 2 selected")
+        expect(boxes.nth(2)).to_have_js_property("inert", True)
+        page.clock.run_for(WINDOW_MS - 1)
+        posts_in_window = list(watch.posts)
+
+        page.keyboard.press("Escape")
+        expect(toast).to_contain_text("Undone")
+        expect(boxes.nth(0)).to_be_checked()
+        expect(boxes.nth(1)).to_be_checked()
+        expect(boxes.nth(2)).not_to_be_checked()
+        page.clock.run_for(3 * WINDOW_MS)
+        posts_after_undo = list(watch.posts)
+
+        page.get_by_role("button", name="Approve selected").click()
+        expect(toast).to_contain_text("Approved: 2 selected")
+        page.clock.run_for(WINDOW_MS)
+        expect(page.get_by_text("2 approved.")).to_be_visible()
+        expect(page.locator("tr[data-queue-row]")).to_have_count(1)
+        dialogs = watch.dialogs
+
+    assert posts_in_window == posts_after_undo == []
+    assert dialogs == []
+    assert _status(first, second, third) == ["approved", "approved", "pending"]

@@ -143,3 +143,37 @@ def test_a_deferred_post_without_the_csrf_token_is_refused(client: Client) -> No
 
     assert response.status_code == 403
     assert Candidate.objects.get(pk=candidate.pk).status == "pending"
+
+
+def test_a_deferred_bulk_decision_answers_204_with_the_summary_for_the_next_page(client: Client) -> None:
+    first, second = make_candidate(), make_candidate()
+    token = csrf(client, first)
+    items = [f"{first.pk}:1", f"{second.pk}:1"]
+
+    response = client.post(
+        reverse("review:bulk"),
+        {"csrfmiddlewaretoken": token, "seen": "0", "item": items, "decision": "approve", "deferred": "1"},
+    )
+
+    assert response.status_code == 204
+    assert sorted(Candidate.objects.values_list("status", flat=True)) == ["approved", "approved"]
+    assert "2 approved." in messages_on_next_page(client)
+
+
+def test_a_refused_deferred_bulk_form_is_400(client: Client) -> None:
+    candidate = make_candidate()
+
+    response = client.post(
+        reverse("review:bulk"),
+        {
+            "csrfmiddlewaretoken": csrf(client, candidate),
+            "seen": "0",
+            "item": [f"{candidate.pk}:1"],
+            "decision": "reject",
+            "deferred": "1",
+        },
+    )
+
+    assert response.status_code == 400
+    assert Candidate.objects.get(pk=candidate.pk).status == "pending"
+    assert "msg error" in messages_on_next_page(client)

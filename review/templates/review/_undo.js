@@ -1,5 +1,6 @@
 /* One confirmation rule (issue 13 item 9), included in the inline script of templates/base.html:
-   no confirm() dialogs; an approve or reject (button, key a, Ctrl/Cmd+Enter) is held behind an
+   no confirm() dialogs; an approve or reject (button, key a, Ctrl/Cmd+Enter; on a candidate page
+   or in bulk from the queue: every form[data-undo]) is held behind an
    Undo toast for data-undo-seconds. Undo (the button, u or Escape) cancels it: nothing is sent and
    the form is as it was. When the time is up the form is posted as without JavaScript (the server
    decides, a conflict shows its page). Moving on first (a link, a key that follows one, another
@@ -20,7 +21,10 @@
   var pending = null;
   var sentAny = false;
 
-  function lock(on) { locks.forEach(function (el) { el.inert = on; }); }
+  // While held, the page's actions and the held form's own fields are out of reach.
+  function lock(p, on) {
+    locks.concat(p.controls).forEach(function (el) { el.inert = on; });
+  }
   function stopTimers(p) { window.clearTimeout(p.timer); window.clearInterval(p.ticker); }
   function tick() {
     if (!pending) { return; }
@@ -33,12 +37,20 @@
     body.hidden = false;
   }
 
+  function label(form, submitter) {
+    var text = (submitter && submitter.getAttribute("data-undo")) || form.getAttribute("data-undo");
+    var count = form.querySelector("[data-selected-count]");  // bulk: "Approved: 3 selected"
+    return count ? text + ": " + count.textContent : text;
+  }
+
   function hold(form, submitter) {
     var data = new FormData(form);
     if (submitter && submitter.name) { data.append(submitter.name, submitter.value); }
     var reason = form.querySelector("textarea");
     pending = {
       form: form,
+      submitter: submitter && submitter.name ? submitter : null,
+      controls: Array.prototype.slice.call(form.querySelectorAll("input, textarea, button, select")),
       data: data,
       reason: reason,
       reasonValue: reason ? reason.value : null,
@@ -46,8 +58,8 @@
       deadline: Date.now() + seconds * 1000,
       sent: false
     };
-    lock(true);
-    show(form.getAttribute("data-undo"), true);
+    lock(pending, true);
+    show(label(form, submitter), true);
     tick();
     pending.ticker = window.setInterval(tick, 1000);
     pending.timer = window.setTimeout(expire, seconds * 1000);
@@ -58,7 +70,7 @@
     if (!p || p.sent) { return; }
     stopTimers(p);
     pending = null;
-    lock(false);
+    lock(p, false);
     if (p.reason) { p.reason.value = p.reasonValue; }
     show("Undone: nothing was sent.", false);
     if (p.focus && document.contains(p.focus)) { p.focus.focus(); }
@@ -70,8 +82,16 @@
     p.sent = true;
     sentAny = true;
     stopTimers(p);
-    lock(false);
+    lock(p, false);
     if (p.reason) { p.reason.value = p.reasonValue; }
+    if (p.submitter) {
+      // submit() sends no submitter: carry its name and value (bulk: decision=approve).
+      var carried = document.createElement("input");
+      carried.type = "hidden";
+      carried.name = p.submitter.name;
+      carried.value = p.submitter.value;
+      p.form.appendChild(carried);
+    }
     show("Sending…", false);
     HTMLFormElement.prototype.submit.call(p.form);
   }
