@@ -14,7 +14,7 @@ from django.test import Client
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from review.markdown import ALLOWED_SCHEMES, ALLOWED_TAGS, LINK_REL, render
+from review.markdown import ALLOWED_SCHEMES, ALLOWED_TAGS, LINK_REL, PAGE_BUDGET, cost, render
 from review.templatetags.textmarks import marker_html
 from review.textmarks import BIDI, INVISIBLE, Mark, has_marks
 from tests.review.conftest import approve, experience, make_candidate, make_update_candidate, skill
@@ -183,6 +183,36 @@ def test_the_filter_and_the_tag_record_marks_for_the_guard() -> None:
     assert html.startswith("<p><strong>x</strong></p>\n|")
     assert "data-textmarks-warning" in html and "<b>Proposal · Lesson</b>" in html
     assert not has_marks(html)
+
+
+def test_a_page_spends_a_bounded_markdown_budget_then_shows_text_as_written() -> None:
+    template = Template(
+        "{% load textmarks review_markdown %}{% textmarks_guard %}"
+        '{% marked_markdown a "A" %}|{% marked_markdown b "B" %}|{% marked_markdown c "C" %}'
+        "{% endtextmarks_guard %}"
+    )
+    prose = "Run **make test** after every change. " * 200  # 7,600 characters, cheap
+    adversarial = "[" * 4000 + "\u202e"  # every [ tries a link: far over the budget
+
+    html = template.render(Context({"a": prose, "b": adversarial, "c": "**late**"}))
+    first, second, third = html.split("|")
+
+    assert cost(prose) < PAGE_BUDGET < cost(adversarial)
+    assert "<strong>make test</strong>" in first and "data-markdown-skipped" not in first
+    # Over the budget: escaped text, hidden characters still marked and warned about.
+    assert "data-markdown-skipped" in second and '<div class="text">[[[' in second
+    assert "⟨U+202E⟩" in second and "<b>B</b>" in html
+    # One cut-off point: later texts are shown as written too.
+    assert "data-markdown-skipped" in third and "**late**" in third
+    assert not has_marks(html)
+
+
+def test_each_page_has_its_own_budget() -> None:
+    template = Template('{% load review_markdown %}{% marked_markdown a "A" %}')
+    expensive = "[a](" * (PAGE_BUDGET // 40)
+
+    assert "data-markdown-skipped" not in template.render(Context({"a": expensive}))
+    assert "data-markdown-skipped" not in template.render(Context({"a": expensive}))
 
 
 # --- the Inbox pages ------------------------------------------------------------------------------
