@@ -102,6 +102,7 @@ def test_approve_by_button_is_held_and_undo_sends_nothing(reviewer: User, live_s
         expect(undo).to_be_hidden()
         # Long after the window, still nothing was sent; the form works again.
         page.clock.run_for(3 * WINDOW_MS)
+        expect(toast.locator("[data-undo-body]")).to_be_hidden()  # the note fades
         expect(page.get_by_role("button", name=re.compile("Approve version 1"))).to_be_enabled()
         after_status = watch.server_status(candidate)
         posts_after = list(watch.posts)

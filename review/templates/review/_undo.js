@@ -20,6 +20,7 @@
   var locks = Array.prototype.slice.call(document.querySelectorAll("[data-undo-lock]"));
   var pending = null;
   var sentAny = false;
+  var fade = null;
 
   // While held, the page's actions and the held form's own fields are out of reach.
   function lock(p, on) {
@@ -31,6 +32,7 @@
     left.textContent = Math.max(0, Math.ceil((pending.deadline - Date.now()) / 1000)) + " s";
   }
   function show(label, withUndo) {
+    window.clearTimeout(fade);
     text.textContent = label;
     undoButton.hidden = !withUndo;
     if (!withUndo) { left.textContent = ""; }
@@ -73,6 +75,7 @@
     lock(p, false);
     if (p.reason) { p.reason.value = p.reasonValue; }
     show("Undone: nothing was sent.", false);
+    fade = window.setTimeout(function () { body.hidden = true; }, 5000);
     if (p.focus && document.contains(p.focus)) { p.focus.focus(); }
   }
 
