@@ -267,6 +267,10 @@ POWERCONTEXT_EMBEDDINGS = _env_bool("POWERCONTEXT_EMBEDDINGS", True)
 # are not affected. Empty by default: no browser page may call /mcp.
 POWERCONTEXT_ALLOWED_ORIGINS = _env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 
+# Review Inbox: with JavaScript, an approve or reject is held this long behind an Undo toast before
+# it is sent (templates render it as data-undo-seconds; 0 sends at once, as without JavaScript).
+POWERCONTEXT_REVIEW_UNDO_SECONDS = 10
+
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [],

@@ -41,7 +41,8 @@ class _Found:
         ]
 
 
-def _marker(mark: Mark) -> str:
+def marker_html(mark: Mark) -> str:
+    """The visible ``⟨U+202E⟩`` marker that stands for ``mark``."""
     # kind and code are fixed ASCII; the Unicode name is letters, digits, spaces and hyphens.
     return (
         f'<span class="textmark textmark-{mark.kind}" title="{mark.code} {html.escape(mark.name)}">'
@@ -53,7 +54,9 @@ def _html(text: str) -> str:
     """``text`` HTML-escaped, each marked character replaced by its marker."""
     if not has_marks(text):
         return html.escape(text)
-    return "".join(html.escape(piece) if isinstance(piece, str) else _marker(piece) for piece in pieces(text))
+    return "".join(
+        html.escape(piece) if isinstance(piece, str) else marker_html(piece) for piece in pieces(text)
+    )
 
 
 def render_marked(value: Any) -> SafeString:
@@ -68,10 +71,16 @@ def marked_html(context: Context, value: Any, *label: Any) -> str:
     The ``marked`` tag, and other tags that render many cells (``review_diff``), use it."""
     text = "" if value is None else str(value)
     if has_marks(text):
-        found = context.get(_FOUND)
-        if isinstance(found, _Found):
-            found.record(" · ".join(str(part) for part in label if part), kinds_in(text))
+        record_marks(context, kinds_in(text), *label)
     return _html(text)
+
+
+def record_marks(context: Context, kinds: frozenset[str], *label: Any) -> None:
+    """Record ``label`` (its non-empty parts joined by " · ") as holding ``kinds`` for the
+    enclosing ``textmarks_guard``, if any and if ``kinds`` is not empty."""
+    found = context.get(_FOUND)
+    if kinds and isinstance(found, _Found):
+        found.record(" · ".join(str(part) for part in label if part), kinds)
 
 
 @register.filter(is_safe=True)

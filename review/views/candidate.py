@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods
 
 from powercontext.exceptions import (
@@ -36,6 +38,7 @@ from review.views.common import (
     redirect_to_form,
     reviewer_of,
     small_int,
+    stash_form,
     unstash_form,
     with_qs,
 )
@@ -81,6 +84,7 @@ def _candidate_context(
         "canned_reasons": (
             reason_selectors.canned_reasons() if summary.is_pending and can_review(request) else []
         ),
+        "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
     }
 
 
@@ -165,25 +169,56 @@ def _decide(
 ) -> HttpResponse:
     """Approve and reject: load, validate the form, call the service, then go on to the next
     candidate (or back to the candidate page with the form's errors, or the 409 conflict page).
-    A GET (a stale bookmark, a log-in's ``next``) goes to the candidate page."""
+    A GET (a stale bookmark, a log-in's ``next``) goes to the candidate page.
+
+    ``deferred=1`` marks a decision the page held behind its Undo toast and sent in the background
+    as the reviewer moved on or closed the page (see ``_undo.js``): nobody reads that answer, so
+    the outcome is kept as a message for the next page the reviewer opens, and the answer is a
+    bare status (204 decided, 409 conflict, 400 form error) that renders no page (a rendered page
+    would consume the message)."""
     candidate = _action_target(request, pk, filterset_for(request).querystring())
     if isinstance(candidate, HttpResponse):
         return candidate
+    deferred = request.POST.get("deferred") == "1"
+    url = candidate_url(pk, filterset_for(request).querystring())
     form = form_class(request.POST)
     if form.is_valid():
         expected = form.cleaned_data["expected_version"]
         try:
             message = decide(candidate, form.cleaned_data)
         except CONFLICTS as exc:
-            return _conflict(request, pk, exc, action=action, expected_version=expected)
+            if not deferred:
+                return _conflict(request, pk, exc, action=action, expected_version=expected)
+            messages.error(
+                request,
+                format_html(
+                    'Candidate <a href="{}">#{}</a> was not {}: {} Open it to review the current version.',
+                    url,
+                    pk,
+                    PAST[action],
+                    exc.message,
+                ),
+            )
+            return HttpResponse(status=409)
         except InvalidRequest as exc:
             add_service_errors(form, exc)
         else:
             # Tells the browser the draft of this form was submitted (see inbox.js).
             messages.success(request, message, extra_tags=f"{action}:{pk}")
-            return _after_decision(request, pk)
-    url = candidate_url(pk, filterset_for(request).querystring())
+            return HttpResponse(status=204) if deferred else _after_decision(request, pk)
+    if deferred:
+        stash_form(request, pk, action, form)
+        messages.error(
+            request,
+            format_html(
+                'Candidate <a href="{}">#{}</a> was not {}: the form was refused.', url, pk, PAST[action]
+            ),
+        )
+        return HttpResponse(status=400)
     return redirect_to_form(request, pk, action, form, url)
+
+
+PAST = {"approve": "approved", "reject": "rejected"}
 
 
 @action_login_required

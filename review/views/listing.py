@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -63,6 +64,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "bulk_max": queue_selectors.BULK_MAX,
             "seen": int(timezone.now().timestamp() * 1_000_000),
             "canned_reasons": reason_selectors.canned_reasons() if can_review(request) else [],
+            "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         },
     )
 
@@ -103,24 +105,30 @@ def _bulk_message(outcomes: list[services.BulkOutcome], decided: str, qs: str) -
 @require_http_methods(["POST"])
 def queue_bulk(request: HttpRequest) -> HttpResponse:
     """Approve or reject the selected rows (or all rows matching the filters, as the reviewer saw
-    them), each in its own transaction; back to the queue with "8 approved, 2 conflicts"."""
+    them), each in its own transaction; back to the queue with "8 approved, 2 conflicts".
+
+    ``deferred=1`` (sent in the background as the reviewer left the page during the Undo window,
+    see ``_undo.js``): the same messages wait for the next page, and the answer is a bare 204, or
+    400 for a refused form."""
     if not can_review(request):
         return forbidden_page(request)
     filterset = filterset_for(request)
     qs = filterset.querystring()
+    deferred = request.POST.get("deferred") == "1"
     back = HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
     back.status_code = 303
+    refused = HttpResponse(status=400) if deferred else back
     form = BulkForm(request.POST)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
                 messages.error(request, str(error))
-        return back
+        return refused
     data = form.cleaned_data
     if data["all_matching"]:
         if not filterset.is_valid() or filterset.status_value != Candidate.Status.PENDING:
             messages.error(request, "Only pending candidates can be decided.")
-            return back
+            return refused
         seen = datetime.fromtimestamp(data["seen"] / 1_000_000, tz=UTC)
         items = queue_selectors.matching_items(filterset.qs, seen=seen)
     else:
@@ -135,4 +143,4 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     )
     tags = "bulk-reject" if decision == ReviewDecision.Decision.REJECTED else ""
     messages.success(request, _bulk_message(outcomes, str(decision), qs), extra_tags=tags)
-    return back
+    return HttpResponse(status=204) if deferred else back

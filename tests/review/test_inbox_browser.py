@@ -113,13 +113,15 @@ def test_a_reviewer_approves_rejects_and_revises_and_the_approved_experience_is_
         expect(page.locator('[data-count="experience"]')).to_have_text("4")
         _shot(page, "01-queue")
 
-        # j selects the first row, o opens it; a approves after a confirmation.
+        # j selects the first row, o opens it; a approves (no dialog).
         page.keyboard.press("j")
         expect(rows.first).to_have_class(re.compile("selected"))
         page.keyboard.press("o")
         expect(page.get_by_role("heading", name=f"Candidate #{to_approve.pk}")).to_be_visible()
         expect(
-            page.get_by_text("Rotate the staging TLS certificates two weeks before the quarterly audit.")
+            page.locator("[data-rendered]").get_by_text(
+                "Rotate the staging TLS certificates two weeks before the quarterly audit."
+            )
         ).to_be_visible()
         expect(page.locator("pre.source").first).to_be_visible()
         _shot(page, "02-candidate")
@@ -168,7 +170,7 @@ def test_a_reviewer_approves_rejects_and_revises_and_the_approved_experience_is_
 
     assert pwned is None
     assert injected == 0
-    assert dialogs == [f"Approve version 1 of candidate #{to_approve.pk}?"]
+    assert dialogs == []  # one confirmation rule: no browser dialogs
     assert "Run VACUUM ANALYZE on the orders table after every bulk import." in revised
     assert "Vacuum tables sometimes." not in revised
     assert "Rotate the staging TLS certificates two weeks before the quarterly audit." in rotated

@@ -1,0 +1,58 @@
+"""Issue 13 item 12 in Debian's Chromium: a proposal field shows rendered, sanitized Markdown; its
+Raw toggle (a <details>, no script needed) shows the text as written instead, hidden characters
+marked in both views; hostile markup runs nothing. Rows are written before the browser opens
+(see ``chromium`` in test_inbox_browser)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from tests.review.conftest import experience, make_candidate
+from tests.review.test_inbox_browser import SCOPE, _log_in, _shot, chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+LESSON = (
+    "Run `VACUUM ANALYZE` after **every** bulk\u202e import.\n"
+    '<img src=x onerror="window.__pwned = true"> [docs](javascript:window.__pwned=true)'
+)
+
+
+def test_a_field_renders_markdown_and_its_raw_toggle_shows_the_text_as_written(
+    reviewer: User, live_server: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    candidate = make_candidate(SCOPE, proposal=experience(lesson=LESSON))
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        page.goto(f"/review/candidates/{candidate.pk}/")
+        field = page.locator('[data-field="lesson"]')
+        rendered, raw = field.locator("[data-rendered]"), field.locator("[data-raw] .text")
+        expect(rendered.locator("code")).to_have_text("VACUUM ANALYZE")
+        expect(rendered.locator("code")).to_have_css("font-family", re.compile("monospace"))
+        expect(rendered.locator("strong")).to_have_text("every")
+        expect(rendered.locator(".textmark")).to_have_text("⟨U+202E⟩")
+        expect(rendered).to_contain_text("[docs](javascript:window.__pwned=true)")
+        expect(raw).to_be_hidden()
+        _shot(page, "markdown-01-rendered")
+
+        field.get_by_text("Raw", exact=True).click()
+        expect(raw).to_be_visible()
+        expect(rendered).to_be_hidden()
+        expect(raw).to_contain_text("Run `VACUUM ANALYZE` after **every** bulk")
+        expect(raw.locator(".textmark")).to_have_text("⟨U+202E⟩")
+        _shot(page, "markdown-02-raw")
+
+        field.get_by_text("Raw", exact=True).click()
+        expect(rendered).to_be_visible()
+        expect(raw).to_be_hidden()
+        pwned = page.evaluate("() => window.__pwned")
+        injected = page.locator("main img, main script, main a[href^='javascript']").count()
+
+    assert pwned is None
+    assert injected == 0
