@@ -17,15 +17,18 @@ from review.views.candidate import (
     candidate_reject,
     candidate_revise,
 )
+from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.listing import queue, queue_bulk
 
 __all__ = [
     "candidate_approve",
+    "candidate_claim",
     "candidate_detail",
     "candidate_history",
     "candidate_rebase",
     "candidate_reject",
     "candidate_revise",
+    "candidate_unclaim",
     "queue",
     "queue_bulk",
 ]

@@ -25,6 +25,7 @@ from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
+from review.selectors import similar as similar_selectors
 from review.views.common import (
     CONFLICTS,
     action_login_required,
@@ -81,6 +82,7 @@ def _candidate_context(
         "canned_reasons": (
             reason_selectors.canned_reasons() if summary.is_pending and can_review(request) else []
         ),
+        "similar": similar_selectors.candidate_similar(candidate),
     }
 
 
