@@ -11,12 +11,14 @@ page lists the best matches with a one-click "Reject as duplicate of ...".
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from threading import Lock
 from typing import Any
 
 from powercontext import analyzer, families, search
-from review.models import Candidate
+from review.models import Candidate, CandidateVersion
 
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of analyzer terms at or above which two Experiences are one
 PENDING_SCAN = 500  # newest pending candidates of the scope compared (one query)
@@ -60,7 +62,7 @@ class Similar:
         return f"Duplicate of {self.label}."
 
 
-def terms(proposal: Mapping[str, Any]) -> set[str]:
+def terms(proposal: Any) -> set[str]:
     """Analyzer terms of an Experience proposal's searchable fields (empty if it has none)."""
     try:
         values = families.EXPERIENCE.searchable_values(proposal)
@@ -69,7 +71,53 @@ def terms(proposal: Mapping[str, Any]) -> set[str]:
     return set(analyzer.searchable_text(values).split())
 
 
-def similarity(a: set[str], b: set[str]) -> float:
+@dataclass(frozen=True)
+class _Digest:
+    """What the comparison needs of one candidate version: its terms and its title."""
+
+    terms: frozenset[str]
+    title: str
+
+
+# Candidate versions are immutable (insert-only), so their digests can be kept per process,
+# keyed by (candidate_id, version): candidate ids are random, so a key never names another text,
+# even where a database reuses row ids (a restore, a test rollback). The pending scan then reads
+# and analyzes each version's proposal once; later scans read only small rows.
+_DIGESTS: OrderedDict[tuple[str, int], _Digest] = OrderedDict()
+_DIGESTS_MAX = 2 * PENDING_SCAN
+_DIGESTS_LOCK = Lock()
+
+
+def _digests(versions: list[tuple[str, int, int]]) -> dict[tuple[str, int], _Digest]:
+    """The digest of each ``(candidate_id, version, version row pk)``: from the process cache,
+    the rest read in one query."""
+    known: dict[tuple[str, int], _Digest] = {}
+    with _DIGESTS_LOCK:
+        for candidate_id, number, _ in versions:
+            if (digest := _DIGESTS.get((candidate_id, number))) is not None:
+                _DIGESTS.move_to_end((candidate_id, number))
+                known[candidate_id, number] = digest
+    missing = {
+        row_pk: (candidate_id, number)
+        for candidate_id, number, row_pk in versions
+        if (candidate_id, number) not in known
+    }
+    if not missing:
+        return known
+    read = {
+        missing[row_pk]: _Digest(terms=frozenset(terms(proposal)), title=_title(proposal))
+        for row_pk, proposal in CandidateVersion.objects.filter(pk__in=list(missing)).values_list(
+            "pk", "proposal"
+        )
+    }
+    with _DIGESTS_LOCK:
+        _DIGESTS.update(read)
+        while len(_DIGESTS) > _DIGESTS_MAX:
+            _DIGESTS.popitem(last=False)
+    return known | read
+
+
+def similarity(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
     """Jaccard similarity of two term sets (0 when either is empty)."""
     return len(a & b) / len(a | b) if a and b else 0.0
 
@@ -88,7 +136,8 @@ def similar_experiences(
     exclude_artifacts: Iterable[str] = (),
 ) -> list[Similar]:
     """Every compared Experience with its similarity to ``proposal``, most similar first (ties:
-    approved first, then oldest). Two queries: the ranked search and the pending scan."""
+    approved first, then oldest). Two queries (the ranked search, the pending scan) and a third
+    for pending versions not yet in the process cache."""
     mine = terms(proposal)
     if not mine:
         return []
@@ -113,18 +162,23 @@ def similar_experiences(
     )
     if exclude_candidate is not None:
         pending = pending.exclude(pk=exclude_candidate)
-    pending = pending.select_related("latest").order_by("-pk")[:PENDING_SCAN]
-    for candidate in pending:
-        proposal_of = candidate.latest.proposal if candidate.latest is not None else None
-        if not isinstance(proposal_of, dict):
+    rows = list(
+        pending.filter(latest__isnull=False)
+        .order_by("-pk")
+        .values_list("pk", "candidate_id", "version", "latest_id")[:PENDING_SCAN]
+    )
+    digests = _digests([(candidate_id, number, latest) for _, candidate_id, number, latest in rows])
+    for pk, candidate_id, number, _ in rows:
+        digest = digests.get((candidate_id, number))
+        if digest is None:
             continue
         found.append(
             Similar(
                 status="pending",
-                similarity=similarity(mine, terms(proposal_of)),
-                title=_title(proposal_of),
-                candidate_pk=candidate.pk,
-                candidate_id=candidate.candidate_id,
+                similarity=similarity(mine, digest.terms),
+                title=digest.title,
+                candidate_pk=pk,
+                candidate_id=candidate_id,
             )
         )
     found.sort(key=lambda s: (-s.similarity, s.status != "approved", s.candidate_pk or 0))
@@ -141,7 +195,8 @@ def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Simil
     """The Experiences most similar to a pending Experience candidate's current version (at most
     ``limit``, at least ``SHOWN_FLOOR`` similar), excluding itself and its own target; approved
     ones carry the candidate whose approval wrote them. At most three queries, whatever the size
-    of the scope; nothing for a Skill or a decided candidate."""
+    of the scope (one more the first time a pending version is compared in this process); nothing
+    for a Skill or a decided candidate."""
     latest = candidate.latest
     if (
         candidate.family != Candidate.Family.EXPERIENCE

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from review.models import Candidate, ReviewDecision
 from review.selectors import similar
-from tests.review.conftest import approve, experience, make_candidate
+from tests.review.conftest import approve, experience, make_candidate, revise
 
 pytestmark = pytest.mark.django_db
 
@@ -178,3 +178,12 @@ def test_the_pending_default_proposals_of_other_tests_stay_listable(reviewer: Us
     first, second = make_candidate(proposal=experience()), make_candidate(proposal=experience())
     items = similar_items(page_of(client_for(reviewer), second))
     assert items == [str(first.pk)]
+
+
+def test_a_revised_pending_candidate_is_compared_by_its_new_version(reviewer: User) -> None:
+    other = make_candidate(proposal=dict(TLS))
+    mine = make_candidate(proposal=dict(TLS_AGAIN))
+    client = client_for(reviewer)
+    assert similar_items(page_of(client, mine)) == [str(other.pk)]  # its version 1 is now cached
+    revise(other, reviewer, **VACUUM)
+    assert similar_items(page_of(client, mine)) == []
