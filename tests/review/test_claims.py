@@ -291,3 +291,39 @@ def test_claims_keep_the_queue_and_candidate_page_at_a_constant_query_count(alic
     assert _queries(client, url("queue") + "?assigned=me") == small_mine
     claimed, free = candidate, make_candidate()
     assert _queries(client, url("candidate", claimed)) == _queries(client, url("candidate", free))
+
+
+# --- concurrency (PostgreSQL: real row locks, separate connections) --------------------------
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_assigning_the_same_candidate_at_once_one_wins_the_other_is_told() -> None:
+    from tests.powercontext.test_concurrency import run_together
+
+    candidate = make_candidate("race-claim")
+    first, second = make_user("first", reviewer=True), make_user("second", reviewer=True)
+
+    results = run_together([lambda: claim(candidate, first), lambda: claim(candidate, second)])
+
+    winners = [r for r in results if isinstance(r, services.ClaimOutcome)]
+    assert winners == [services.ClaimOutcome(changed=True)], results
+    assert sum(isinstance(r, services.ClaimChanged) for r in results) == 1, results
+    assert CandidateClaim.objects.filter(candidate_id=candidate.pk).count() == 1
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_racing_a_decision_never_outlives_it() -> None:
+    from tests.powercontext.test_concurrency import run_together
+
+    reviewer, other = make_user("decider", reviewer=True), make_user("claimer", reviewer=True)
+    for _ in range(3):
+        candidate = make_candidate("race-claim")
+        results = run_together(
+            [lambda c=candidate: approve(c, reviewer), lambda c=candidate: claim(c, other)]  # type: ignore[misc]
+        )
+        assert isinstance(results[0], Candidate), results
+        assert isinstance(results[1], services.ClaimOutcome | CandidateTerminal), results
+        assert Candidate.objects.get(pk=candidate.pk).status == Candidate.Status.APPROVED
+        assert not CandidateClaim.objects.filter(candidate_id=candidate.pk).exists()
