@@ -6,7 +6,8 @@ revise; other users get the same pages read-only, and their POSTs are 403. Write
 stale or terminal candidate, or a target that moved on, renders the conflict page (409) with the
 current version, never a 500. Every POST redirects (POST/redirect/GET): on success to the next
 candidate, on a form error back to the page of the form, which shows the errors and the posted
-text once (they travel in the session), so a reload never resubmits.
+text once (they travel in the session), so a reload never resubmits. Claims ("Assign to me",
+``claims.py``) are advisory and never checked by the decision views.
 """
 
 from review.views.candidate import (
