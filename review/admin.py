@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 
 from powercontext.admin import ReadOnlyAdmin, pretty_json
 from review import admin_audit as audit
-from review.models import Candidate, CandidateVersion, CannedReason, ReviewDecision
+from review.models import Candidate, CandidateClaim, CandidateVersion, CannedReason, ReviewDecision
 
 
 def _result(head_artifact_id: str | None, revision: int | None) -> str:
@@ -31,10 +31,11 @@ class CandidateAdmin(ReadOnlyAdmin):
         "status",
         "version",
         "result",
+        "claimed_by",
         "created_at",
         "updated_at",
     )
-    list_select_related = ("result_head",)
+    list_select_related = ("result_head", "claim__claimed_by")
     list_filter = ("family", "status")
     raw_id_fields = ("latest", "result_head")
     search_fields = ("scope_id__exact", "candidate_id__exact")
@@ -49,6 +50,7 @@ class CandidateAdmin(ReadOnlyAdmin):
         "result_head",
         "result_revision",
         "decision_reason",
+        "claimed_by",
         "created_at",
         "updated_at",
         "proposal_pretty",
@@ -62,6 +64,14 @@ class CandidateAdmin(ReadOnlyAdmin):
     def result(self, obj: Candidate) -> str:
         head = obj.result_head
         return _result(head.artifact_id if head is not None else None, obj.result_revision)
+
+    @admin.display(description="assigned to")
+    def claimed_by(self, obj: Candidate) -> str:
+        try:
+            claim = obj.claim
+        except CandidateClaim.DoesNotExist:
+            return "-"
+        return f"{claim.claimed_by.get_username()} since {claim.claimed_at:%Y-%m-%d %H:%M} UTC"
 
     @admin.display(description="proposal (current version)")
     def proposal_pretty(self, obj: Candidate) -> SafeString:
@@ -82,6 +92,29 @@ class CandidateAdmin(ReadOnlyAdmin):
     @admin.display(description="reason (current version)")
     def reason(self, obj: Candidate) -> str:
         return (obj.latest.reason if obj.latest is not None else None) or "-"
+
+
+@admin.register(CandidateClaim)
+class CandidateClaimAdmin(ReadOnlyAdmin):
+    """Who is working on which pending candidate ("Assign to me" in the Inbox). View-only: claims
+    change through the Inbox (``candidate_claim`` / ``candidate_unclaim``) and decisions."""
+
+    list_display = ("candidate_id_display", "scope_id_display", "claimed_by", "claimed_at")
+    list_select_related = ("candidate", "claimed_by")
+    list_filter = (("claimed_by", admin.RelatedFieldListFilter),)
+    raw_id_fields = ("candidate", "claimed_by")
+    search_fields = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
+    search_help_text = "Exact scope id or candidate id."
+    ordering = ("-claimed_at",)
+    fields = ("candidate", "claimed_by", "claimed_at")
+
+    @admin.display(description="candidate id")
+    def candidate_id_display(self, obj: CandidateClaim) -> str:
+        return obj.candidate.candidate_id
+
+    @admin.display(description="scope id")
+    def scope_id_display(self, obj: CandidateClaim) -> str:
+        return obj.candidate.scope_id
 
 
 @admin.register(CandidateVersion)

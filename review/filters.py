@@ -1,4 +1,4 @@
-"""Review Inbox queue filters (django-filter): status, family, scope, text and age."""
+"""Review Inbox queue filters (django-filter): status, family, scope, text, age and assignment."""
 
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ AGES: dict[str, tuple[str, str, timedelta]] = {
     "gt30d": ("Older than 30 days", "lt", timedelta(days=30)),
 }
 
+ASSIGNED = {"me": "Assigned to me", "nobody": "Unassigned"}
+
 # The querystring keys the filter owns (kept when moving between queue and candidate pages).
-FILTER_KEYS = ("status", "family", "scope", "q", "age")
+FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned")
 
 
 class CandidateQueueFilter(django_filters.FilterSet):
@@ -45,6 +47,12 @@ class CandidateQueueFilter(django_filters.FilterSet):
         method="filter_age",
         label="Age",
         empty_label="Any age",
+    )
+    assigned = django_filters.ChoiceFilter(
+        choices=list(ASSIGNED.items()),
+        method="filter_assigned",
+        label="Assigned",
+        empty_label="Anyone or nobody",
     )
 
     class Meta:
@@ -74,6 +82,14 @@ class CandidateQueueFilter(django_filters.FilterSet):
     def filter_age(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
         _, lookup, delta = AGES[value]
         return queryset.filter(**{f"created_at__{lookup}": timezone.now() - delta})
+
+    def filter_assigned(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
+        if value == "nobody":
+            return queryset.filter(claim__isnull=True)
+        user = getattr(self.request, "user", None)
+        if user is None or not user.is_authenticated:
+            return queryset.none()
+        return queryset.filter(claim__claimed_by=user)
 
     @property
     def one_family(self) -> bool:

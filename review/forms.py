@@ -42,6 +42,14 @@ class RebaseForm(forms.Form):
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
 
 
+class ClaimForm(forms.Form):
+    """ "Assign to me": the claimant the reviewer saw (0: nobody), so a claim made meanwhile is
+    reported instead of silently taken over; ``back`` says which page to return to."""
+
+    expected_claimant = forms.IntegerField(min_value=0, required=False, widget=forms.HiddenInput)
+    back = forms.ChoiceField(choices=[("candidate", "candidate"), ("queue", "queue")], required=False)
+
+
 class RejectForm(forms.Form):
     expected_version = _version_field()
     reason = TextField(

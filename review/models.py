@@ -123,3 +123,23 @@ class CannedReason(models.Model):
 
     def __str__(self) -> str:
         return self.text
+
+
+class CandidateClaim(models.Model):
+    """Who is working on a pending candidate ("Assign to me"), so two reviewers do not start on
+    the same item. Advisory only: a claim never blocks anyone's approve, reject or revise. At most
+    one per candidate (the candidate is the primary key); another reviewer may take it over, and
+    a decision deletes it in the decision's transaction, so only pending candidates have one.
+    """
+
+    candidate = models.OneToOneField(
+        Candidate, primary_key=True, on_delete=models.CASCADE, related_name="claim"
+    )
+    claimed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    claimed_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["claimed_by", "candidate"], name="candidate_claim_by")]
+
+    def __str__(self) -> str:
+        return f"claim on candidate #{self.candidate_id}"

@@ -1,4 +1,4 @@
-"""Review writes: propose, revise, approve, reject. Each public function is one transaction.
+"""Review writes: propose, revise, approve, reject, claim. Each public function is one transaction.
 
 Approval is the only way an Experience or Skill revision comes to exist: in one transaction it
 locks the candidate, re-checks its version and target, writes the immutable revision with its
@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from powercontext import analyzer, families
 from powercontext.exceptions import (
@@ -23,6 +24,7 @@ from powercontext.exceptions import (
     CandidateConflict,
     CandidateNotFound,
     CandidateTerminal,
+    Conflict,
     InvalidRequest,
     InvariantFailure,
 )
@@ -34,7 +36,7 @@ from powercontext.services.artifacts import (
     artifact_revision_create,
     head_ref,
 )
-from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 
 MAX_EVIDENCE = 32
 
@@ -284,6 +286,7 @@ def _decide(
     the same outcome fields (``result_head``/``result_revision`` or ``reason``)."""
     changes = {f"decision_{k}" if k == "reason" else k: v for k, v in outcome.items()}
     _advance(candidate, expected_version, status=decision, **changes)
+    CandidateClaim.objects.filter(candidate=candidate).delete()  # only pending work is claimed
     ReviewDecision.objects.create(
         candidate=candidate, version=expected_version, decision=decision, reviewer=reviewer, **outcome
     )
@@ -325,6 +328,84 @@ def candidate_reject_within(
     _require_transaction()
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     return _decide(candidate, expected_version, ReviewDecision.Decision.REJECTED, reviewer, reason=reason)
+
+
+# --- claims ("Assign to me") ------------------------------------------------------------------
+
+
+class ClaimChanged(Conflict):
+    """The claim is no longer what the reviewer saw (someone else claimed or released it)."""
+
+    code = "claim_changed"
+    default_message = "The candidate's assignment changed since the page was shown."
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """What a claim write did: ``changed`` False when it was already so; ``previous`` is the
+    username of the reviewer who held the claim before (a take-over), if any."""
+
+    changed: bool
+    previous: str | None = None
+
+
+def _lock_candidate(scope_id: str, candidate_id: str) -> Candidate:
+    candidate = (
+        Candidate.objects.select_for_update(of=("self",))
+        .filter(scope_id=scope_id, candidate_id=candidate_id)
+        .first()
+    )
+    if candidate is None:
+        raise CandidateNotFound()
+    return candidate
+
+
+def _current_claim(candidate: Candidate) -> CandidateClaim | None:
+    return CandidateClaim.objects.select_related("claimed_by").filter(candidate=candidate).first()
+
+
+@transaction.atomic(durable=True)
+def candidate_claim(
+    *, scope_id: str, candidate_id: str, reviewer: User, expected_claimant: int | None
+) -> ClaimOutcome:
+    """Assign the pending candidate to ``reviewer`` (a take-over when another reviewer holds it).
+
+    ``expected_claimant`` is the user id of the claimant the reviewer saw (None: unclaimed); the
+    claim is written only while it is still that one, so "Assign to me" never silently takes an
+    item someone claimed a moment ago (``ClaimChanged``; the page then shows who and offers the
+    take-over). Claims are advisory: they never block a decision. Locks the candidate row.
+    Raises ``CandidateNotFound``, ``CandidateTerminal`` (decided: nothing left to claim),
+    ``ClaimChanged``.
+    """
+    candidate = _lock_candidate(scope_id, candidate_id)
+    if candidate.status != Candidate.Status.PENDING:
+        raise CandidateTerminal(details={"status": candidate.status})
+    claim = _current_claim(candidate)
+    holder = claim.claimed_by_id if claim is not None else None
+    if holder == reviewer.pk:
+        return ClaimOutcome(changed=False)
+    if holder != expected_claimant:
+        raise ClaimChanged()
+    now = timezone.now()
+    if claim is None:
+        CandidateClaim.objects.create(candidate=candidate, claimed_by=reviewer, claimed_at=now)
+        return ClaimOutcome(changed=True)
+    previous = claim.claimed_by.get_username()
+    CandidateClaim.objects.filter(candidate=candidate, claimed_by_id=holder).update(
+        claimed_by=reviewer, claimed_at=now
+    )
+    return ClaimOutcome(changed=True, previous=previous)
+
+
+@transaction.atomic(durable=True)
+def candidate_unclaim(*, scope_id: str, candidate_id: str, reviewer: User) -> ClaimOutcome:
+    """Release ``reviewer``'s own claim ("Unassign"); a claim held by someone else is left alone
+    (``changed`` False: take it over with ``candidate_claim`` instead). Locks the candidate row.
+    Raises ``CandidateNotFound``.
+    """
+    candidate = _lock_candidate(scope_id, candidate_id)
+    deleted, _ = CandidateClaim.objects.filter(candidate=candidate, claimed_by=reviewer).delete()
+    return ClaimOutcome(changed=deleted > 0)
 
 
 # --- bulk decisions ----------------------------------------------------------------------------

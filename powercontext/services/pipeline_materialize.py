@@ -23,7 +23,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from powercontext import analyzer, families, search
+from powercontext import families
 from powercontext.models import PipelineCounter, PipelineOutput, PipelineScopeJob, PipelineSelection
 from powercontext.pipeline.config import PipelineConfig
 from powercontext.selectors.pipeline import polluted_session_ids
@@ -31,6 +31,7 @@ from powercontext.services.memory import NewEntry, memory_apply_changes
 from powercontext.services.pipeline_extract import counter_add
 from powercontext.services.sources import CONTENT_SOURCE_TYPE
 from review.models import Candidate
+from review.selectors.similar import is_near_duplicate
 from review.services import Submission, candidate_propose_within, candidate_reject_within
 
 logger = logging.getLogger("powercontext.pipeline")
@@ -39,8 +40,6 @@ PIPELINE_USERNAME = "powercontext-pipeline"
 FORGOTTEN_REASON = "Rejected by the pipeline: every session this candidate cites was forgotten."
 PROPOSAL_REASON = "Proposed by the background pipeline from captured sessions."
 MEMORY_REASON = "pipeline"
-NEAR_DUPLICATE = 0.8  # Jaccard similarity of analyzer terms at or above which two Experiences are one
-PENDING_SCAN = 500
 MAX_REFS = 32
 
 
@@ -175,36 +174,6 @@ def _digest(desired: dict[tuple[str, str], Desired]) -> str:
 
 def _refs(evidence: list[str]) -> list[dict[str, str]]:
     return [{"name": CONTENT_SOURCE_TYPE, "source_id": s} for s in sorted(set(evidence))[:MAX_REFS]]
-
-
-def _terms(values: list[str]) -> set[str]:
-    return set(analyzer.searchable_text(values).split())
-
-
-def _similar(a: set[str], b: set[str]) -> bool:
-    return bool(a) and bool(b) and len(a & b) / len(a | b) >= NEAR_DUPLICATE
-
-
-def is_near_duplicate(scope_id: str, proposal: dict[str, str]) -> bool:
-    """Whether an approved (found by the FTS index) or pending Experience of the scope says the
-    same thing: analyzer terms of the searchable fields with Jaccard similarity >= 0.8."""
-    values = families.EXPERIENCE.searchable_values(proposal)
-    mine = _terms(values)
-    for hit in search.search_experience(scope_id, " ".join(values), 8):
-        if _similar(mine, _terms(families.EXPERIENCE.searchable_values(hit.content))):
-            return True
-    pending = (
-        Candidate.objects.filter(
-            scope_id=scope_id, family=Candidate.Family.EXPERIENCE, status=Candidate.Status.PENDING
-        )
-        .select_related("latest")
-        .order_by("-pk")[:PENDING_SCAN]
-    )
-    return any(
-        c.latest is not None
-        and _similar(mine, _terms(families.EXPERIENCE.searchable_values(c.latest.proposal)))
-        for c in pending
-    )
 
 
 def pipeline_user() -> User:

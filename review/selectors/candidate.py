@@ -15,7 +15,7 @@ from powercontext import families
 from powercontext.exceptions import ArtifactNotFound, CandidateNotFound
 from powercontext.models import Artifact, ArtifactRevision
 from review.diff import FieldDiff, fields_diff
-from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 
 
 def labels(family: str) -> tuple[tuple[str, str], ...]:
@@ -132,6 +132,26 @@ def decision_view(decision: ReviewDecision | None) -> DecisionView | None:
 
 
 @dataclass(frozen=True)
+class ClaimView:
+    """Who claimed a pending candidate ("Assign to me"), and when."""
+
+    user_id: int
+    username: str
+    claimed_at: datetime
+
+
+def claim_of(candidate: Candidate) -> ClaimView | None:
+    """The candidate's claim; needs ``claim__claimed_by`` selected to stay query-free."""
+    try:
+        claim = candidate.claim
+    except CandidateClaim.DoesNotExist:
+        return None
+    return ClaimView(
+        user_id=claim.claimed_by_id, username=claim.claimed_by.get_username(), claimed_at=claim.claimed_at
+    )
+
+
+@dataclass(frozen=True)
 class CandidateFacts:
     """What every view of a candidate shows (queue rows and the candidate page)."""
 
@@ -143,6 +163,7 @@ class CandidateFacts:
     version: int
     created_at: datetime
     updated_at: datetime
+    claim: ClaimView | None
 
 
 @dataclass(frozen=True)
@@ -171,6 +192,7 @@ CANDIDATE_RELATED = (
     "decision",
     "decision__reviewer",
     "decision__result_head",
+    "claim__claimed_by",
 )
 
 
@@ -180,7 +202,8 @@ def candidate_load(pk: int) -> Candidate | None:
 
 
 def candidate_facts(candidate: Candidate) -> dict[str, Any]:
-    """``CandidateFacts`` of one candidate, as keyword arguments."""
+    """``CandidateFacts`` of one candidate, as keyword arguments (with ``claim__claimed_by``
+    selected, see ``claim_of``)."""
     return {
         "pk": candidate.pk,
         "candidate_id": candidate.candidate_id,
@@ -190,6 +213,7 @@ def candidate_facts(candidate: Candidate) -> dict[str, Any]:
         "version": candidate.version,
         "created_at": candidate.created_at,
         "updated_at": candidate.updated_at,
+        "claim": claim_of(candidate),
     }
 
 

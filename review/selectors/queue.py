@@ -180,9 +180,10 @@ def queue_page(
     size: int | None = None,
     split: bool = True,
 ) -> QueuePage:
-    """The Inbox queue: one keyset page as display rows (one query per family when split)."""
+    """The Inbox queue: one keyset page as display rows (one query per family when split), with
+    each row's claimant joined in the same query."""
     page = keyset_page(
-        rows,
+        rows.select_related("claim__claimed_by"),
         ascending=ascending,
         after=after,
         before=before,

@@ -6,7 +6,8 @@ revise; other users get the same pages read-only, and their POSTs are 403. Write
 stale or terminal candidate, or a target that moved on, renders the conflict page (409) with the
 current version, never a 500. Every POST redirects (POST/redirect/GET): on success to the next
 candidate, on a form error back to the page of the form, which shows the errors and the posted
-text once (they travel in the session), so a reload never resubmits.
+text once (they travel in the session), so a reload never resubmits. Claims ("Assign to me",
+``claims.py``) are advisory and never checked by the decision views.
 """
 
 from review.views.candidate import (
@@ -17,15 +18,18 @@ from review.views.candidate import (
     candidate_reject,
     candidate_revise,
 )
+from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.listing import queue, queue_bulk
 
 __all__ = [
     "candidate_approve",
+    "candidate_claim",
     "candidate_detail",
     "candidate_history",
     "candidate_rebase",
     "candidate_reject",
     "candidate_revise",
+    "candidate_unclaim",
     "queue",
     "queue_bulk",
 ]

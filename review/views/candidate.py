@@ -27,6 +27,7 @@ from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
+from review.selectors import similar as similar_selectors
 from review.views.common import (
     CONFLICTS,
     action_login_required,
@@ -85,6 +86,7 @@ def _candidate_context(
             reason_selectors.canned_reasons() if summary.is_pending and can_review(request) else []
         ),
         "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
+        "similar": similar_selectors.candidate_similar(candidate),
     }
 
 

@@ -43,7 +43,7 @@ def small_int(value: str | None) -> int | None:
 
 
 def filterset_for(request: HttpRequest) -> CandidateQueueFilter:
-    return CandidateQueueFilter(request.GET, queryset=Candidate.objects.all())
+    return CandidateQueueFilter(request.GET, queryset=Candidate.objects.all(), request=request)
 
 
 def with_qs(url: str, qs: str) -> str:

@@ -32,7 +32,7 @@ from powercontext.services import memory as memory_services
 from powercontext.services.sources import source_capture
 from powercontext.services.tokens import api_token_revoke, token_digest
 from review import services as review_services
-from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import citation_of, make_memory
 from tests.review.factories import (
     create_token,
@@ -63,6 +63,7 @@ VIEW_ONLY_MODELS: list[type[Model]] = [
     Candidate,
     CandidateVersion,
     ReviewDecision,
+    CandidateClaim,
 ]
 IDS = [model.__name__ for model in VIEW_ONLY_MODELS]
 
@@ -114,6 +115,9 @@ def populate(scope_id: str) -> None:
         expected_version=1,
         submission=submission(scope_id=scope_id, reason=f"revised {PAYLOAD}"),
         reviewer=reviewer,
+    )
+    review_services.candidate_claim(
+        scope_id=scope_id, candidate_id=pending.candidate_id, reviewer=reviewer, expected_claimant=None
     )
     create_token(f"user-{scope_id}")
 
@@ -238,6 +242,7 @@ SCOPE_OF: dict[type[Model], Callable[[Any], str]] = {
     Candidate: lambda o: o.scope_id,
     CandidateVersion: lambda o: o.candidate.scope_id,
     ReviewDecision: lambda o: o.candidate.scope_id,
+    CandidateClaim: lambda o: o.candidate.scope_id,
 }
 
 
@@ -348,6 +353,10 @@ def grow(n: int, start: int) -> None:
         candidate = make_candidate("grow", "experience", source_refs=[source])
         review_services.candidate_approve(
             scope_id="grow", candidate_id=candidate.candidate_id, expected_version=1, reviewer=reviewer
+        )
+        claimed = make_candidate("grow", "experience", source_refs=[source])
+        review_services.candidate_claim(
+            scope_id="grow", candidate_id=claimed.candidate_id, reviewer=reviewer, expected_claimant=None
         )
         create_token(f"grower-{i}")
 

@@ -133,7 +133,7 @@ def test_a_reviewer_approves_rejects_and_revises_and_the_approved_experience_is_
         page.keyboard.press("r")
         expect(page.get_by_label("Reject reason")).to_be_focused()
         page.keyboard.type("Too vague to help anyone.")
-        page.get_by_role("button", name="Reject").click()
+        page.get_by_role("button", name="Reject", exact=True).click()
         expect(page.get_by_text(f"Rejected candidate #{to_reject.pk}")).to_be_visible()
 
         # Revise the third, then approve version 2 with the button.
@@ -197,7 +197,7 @@ def test_a_viewer_cannot_approve(viewer: User, live_server: Any) -> None:
         page.get_by_role("link", name="Only reviewers may approve this.").click()
         expect(page.get_by_role("heading", name="Read-only")).to_be_visible()
         expect(page.get_by_role("button", name=re.compile("Approve"))).to_have_count(0)
-        expect(page.get_by_role("button", name="Reject")).to_have_count(0)
+        expect(page.get_by_role("button", name="Reject", exact=True)).to_have_count(0)
         page.keyboard.press("a")  # the shortcut finds nothing to press
         expect(page.locator("[data-status]")).to_have_text("pending")
         _shot(page, "06-viewer-read-only")

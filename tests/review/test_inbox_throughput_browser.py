@@ -72,7 +72,7 @@ def test_one_candidate_at_a_time(reviewer: User, live_server: Any) -> None:
             expect(page.get_by_role("heading", name=f"Candidate #{candidate.pk}")).to_be_visible()
             counter.press("r")
             counter.type(DUPLICATE_REASON)
-            counter.click(page.get_by_role("button", name="Reject"))
+            counter.click(page.get_by_role("button", name="Reject", exact=True))
         expect(page.get_by_text("Nothing to review here.")).to_be_visible()
         reject_time = time.perf_counter() - started
         reject = (counter.keys - approve[0], counter.clicks - approve[1])

@@ -19,6 +19,7 @@ from django.utils import timezone
 from powercontext import families
 from powercontext.models import ArtifactRevision
 from review import diff
+from review import services as review_services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors import queue as queue_selectors
 from tests.powercontext.factories import make_memory
@@ -29,6 +30,7 @@ from tests.review.conftest import (
     make_candidate,
     make_source,
     make_update_candidate,
+    make_user,
     result_ref,
     revise,
     skill,
@@ -742,16 +744,31 @@ def _queries(client: Client, path: str) -> int:
 
 def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: User) -> None:
     client = client_for(reviewer)
-    for _ in range(10):
-        make_candidate()
+    other = make_user("other-reviewer", reviewer=True)
+
+    def make(n: int) -> None:
+        # Every other row claimed, by either reviewer: claimants are joined, never fetched per row.
+        candidate = make_candidate()
+        if n % 2:
+            review_services.candidate_claim(
+                scope_id=candidate.scope_id,
+                candidate_id=candidate.candidate_id,
+                reviewer=reviewer if n % 4 == 1 else other,
+                expected_claimant=None,
+            )
+
+    for n in range(10):
+        make(n)
     small = _queries(client, url("queue"))
     small_filtered = _queries(client, url("queue") + "?family=experience&q=migration&age=lt1d")
-    for _ in range(190):
-        make_candidate()
+    small_mine = _queries(client, url("queue") + "?assigned=me")
+    for n in range(10, 200):
+        make(n)
     assert Candidate.objects.count() == 200
     large = _queries(client, url("queue"))
     assert large == small
     assert _queries(client, url("queue") + "?family=experience&q=migration&age=lt1d") == small_filtered
+    assert _queries(client, url("queue") + "?assigned=me") == small_mine
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
     # Session, user, permissions (2), two capped family counts, the capped matching count, the
     # page (one query per family; one in all with a family filter) and the canned reasons.
