@@ -177,7 +177,7 @@ def test_undo_by_key_restores_the_typed_reason_and_nothing_is_rejected(
         expect(reason).to_be_editable()
 
         # Held again, then Escape undoes too.
-        page.get_by_role("button", name="Reject").click()
+        page.get_by_role("button", name="Reject", exact=True).click()
         expect(toast).to_contain_text(f"Rejected #{candidate.pk}")
         page.keyboard.press("Escape")
         expect(toast).to_contain_text("Undone")
@@ -213,7 +213,7 @@ def test_moving_on_sends_the_held_decision_first(reviewer: User, live_server: An
 
         # A reject held, then a click on a link (back to the queue).
         page.get_by_label("Reject reason").fill(REASON)
-        page.get_by_role("button", name="Reject").click()
+        page.get_by_role("button", name="Reject", exact=True).click()
         expect(page.locator("#undo-toast")).to_contain_text(f"Rejected #{second.pk}")
         page.get_by_role("link", name="← Queue").click()
         expect(page.get_by_role("heading", name="Pending candidates")).to_be_visible()
