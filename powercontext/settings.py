@@ -262,6 +262,18 @@ POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
 # Local embeddings (vector/hybrid search, a derived index): on unless turned off; they are off
 # by themselves when the model packages cannot load.
 POWERCONTEXT_EMBEDDINGS = _env_bool("POWERCONTEXT_EMBEDDINGS", True)
+# async: writers insert no vector; the embedder fills the gap after commit (a per-process thread
+# in the embedded default, the powercontext.embed_pending task in service mode). sync: embed in
+# the writer's transaction (slower writes, vectors at once). README "Search".
+POWERCONTEXT_EMBED_WRITES = os.environ.get("POWERCONTEXT_EMBED_WRITES", "async").strip() or "async"
+if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
+    raise ImproperlyConfigured(
+        f"POWERCONTEXT_EMBED_WRITES must be async or sync, got {POWERCONTEXT_EMBED_WRITES!r}"
+    )
+# Service mode: at most one embed task per scope per this many seconds from one process (sent
+# with this countdown), and the beat sweep's interval for gaps nobody signalled.
+POWERCONTEXT_EMBED_COALESCE_SECONDS = _env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)
+POWERCONTEXT_EMBED_SWEEP_SECONDS = _env_int("POWERCONTEXT_EMBED_SWEEP_SECONDS", 60, minimum=1)
 # Browser origins allowed to call the API (comma-separated, exact "scheme://host[:port]"). A request
 # carrying any other Origin header is refused (403); requests without one (agents, hooks, curl)
 # are not affected. Empty by default: no browser page may call /mcp.
@@ -337,6 +349,10 @@ CELERY_BEAT_SCHEDULE = {
     "pipeline-scan": {
         "task": "powercontext.pipeline_scan",
         "schedule": float(POWERCONTEXT_PIPELINE_SCAN_SECONDS),
+    },
+    "embed-pending-sweep": {
+        "task": "powercontext.embed_pending_sweep",
+        "schedule": float(POWERCONTEXT_EMBED_SWEEP_SECONDS),
     },
     "prepare-aggregates-prune": {
         "task": "powercontext.prune_prepare_aggregates",

@@ -13,6 +13,7 @@ from django.db import OperationalError
 
 from powercontext import search
 from powercontext.pipeline import runner
+from powercontext.search import embedding, pending
 from powercontext.services import prepare_stats
 
 # Idempotent work: redelivered after a worker crash, retried with backoff while the database is down.
@@ -35,6 +36,27 @@ def rebuild_search_index(scope_id: str | None = None) -> dict[str, Any]:
 def verify_search_index(scope_id: str | None = None, repair: bool = False) -> dict[str, Any]:
     """Report drift between the index and authoritative rows; rebuild drifted scopes on request."""
     return search.verify_index(scope_id=scope_id, repair=repair).as_dict()
+
+
+@shared_task(name="powercontext.embed_pending", **TASK_OPTIONS)
+def embed_pending(scope_id: str) -> dict[str, Any]:
+    """Embed a bounded part of the scope's missing vectors (``search.pending``); enqueue itself
+    again while a gap remains. Idempotent: the gap is re-read from the database each run."""
+    run = pending.embed_pending(scope_id, max_batches=pending.TASK_BATCHES)
+    if run.remaining:
+        embed_pending.delay(scope_id)
+    return {"embedded": run.written, "remaining": run.remaining}
+
+
+@shared_task(name="powercontext.embed_pending_sweep", **TASK_OPTIONS)
+def embed_pending_sweep() -> dict[str, Any]:
+    """Beat: enqueue ``embed_pending`` for every scope with active entries lacking a vector."""
+    if embedding.embedder() is None:
+        return {"scopes": 0}
+    scopes = search.scopes_missing_vectors()
+    for scope_id in scopes:
+        embed_pending.delay(scope_id)
+    return {"scopes": len(scopes)}
 
 
 # --- the background pipeline ------------------------------------------------------------------

@@ -170,6 +170,18 @@ def _embedding_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
     vectors.clear_cache()
 
 
+@pytest.fixture(autouse=True)
+def _embed_writes(settings: Any) -> Iterator[None]:
+    """Tests run with vectors written in the writer's transaction (``sync``), as before
+    embedding after commit existed; tests of ``async`` set it themselves and drive the embedder
+    (``search.pending``) explicitly. A thread a test started is stopped after it."""
+    from powercontext.search import pending
+
+    settings.POWERCONTEXT_EMBED_WRITES = "sync"
+    yield
+    pending.stop_worker()
+
+
 @pytest.fixture
 def embeddings() -> Any:
     """The real local embedding model (see ``_embedding_model``)."""

@@ -13,8 +13,9 @@ head) and Experience (one row per approved, current Experience head, from its
 
 Modules by role: ``engines`` (per-vendor storage and ranking), ``indexes`` (the two indexes and
 their expected rows), ``queries`` (ranked reads), ``maintenance`` (writes inside the writers'
-transactions), ``rebuild`` (rebuild and verify), ``embedding`` (the local model) and ``vectors``
-(the Memory vector index: exact in-process vector search and hybrid fusion). Callers use this
+transactions), ``rebuild`` (rebuild and verify), ``embedding`` (the local model), ``vectors``
+(the Memory vector index: exact in-process vector search and hybrid fusion) and ``pending``
+(embedding after commit: signals, the embedder thread, waiting for the index). Callers use this
 package's names.
 """
 
@@ -38,8 +39,10 @@ from powercontext.search.queries import (
 from powercontext.search.rebuild import (
     VerifyReport,
     count_expected,
+    missing_vectors,
     rebuild_index,
     rebuild_vectors,
+    scopes_missing_vectors,
     verify_index,
 )
 from powercontext.search.vectors import (
@@ -75,11 +78,13 @@ __all__ = [
     "hybrid_search_context",
     "index_experience_head",
     "index_memberships",
+    "missing_vectors",
     "rebuild_index",
     "rebuild_vectors",
     "search_context",
     "search_experience",
     "search_memory",
+    "scopes_missing_vectors",
     "search_memory_mode",
     "unindex_memberships",
     "vector_search_memory",

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from powercontext import analyzer
 from powercontext.models import Artifact, ExperienceSearchDocument, MemoryMembership, MemorySearchDocument
+from powercontext.search import pending
 from powercontext.search.engines import engine
 from powercontext.search.vectors import add_vectors, remove_vectors_of_memberships
 from powercontext.selectors.artifacts import is_recallable_experience
@@ -18,8 +19,10 @@ from powercontext.selectors.artifacts import is_recallable_experience
 def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     """Add index rows for active memberships; ``items`` pairs each membership with its text.
 
-    Also embeds each membership's entry version when the model is available (skipped, never an
-    error, when it is not: the vector index is derived and ``verify`` reports the gap)."""
+    Vectors: with ``POWERCONTEXT_EMBED_WRITES=sync`` each membership's entry version is embedded
+    here, in the writer's transaction, when the model is available (skipped, never an error, when
+    it is not). With ``async`` (the default) nothing is embedded here: the scope's embedder is
+    signalled after commit and fills the gap (``search.pending``)."""
     items = list(items)
     db = engine()
     MemorySearchDocument.objects.bulk_create(
@@ -32,7 +35,11 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
             for membership, text in items
         ]
     )
-    add_vectors((m.entry_version_id, m.scope_id, text) for m, text in items)
+    if pending.is_async():
+        for scope_id in sorted({m.scope_id for m, _ in items}):
+            pending.signal_after_commit(scope_id)
+    else:
+        add_vectors((m.entry_version_id, m.scope_id, text) for m, text in items)
 
 
 def unindex_memberships(membership_ids: Iterable[int]) -> None:

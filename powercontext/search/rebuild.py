@@ -10,9 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import models, transaction
 
-from powercontext.models import MemoryEntryVector, MemoryMembership
+from powercontext.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    MemoryEntryVector,
+    MemoryMembership,
+)
 from powercontext.search import embedding, vectors
 from powercontext.search.engines import Engine, engine
 from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
@@ -85,6 +92,9 @@ class VerifyReport:
     vectors_missing: int = 0
     vectors_extra: int = 0
     vectors_mismatched: int = 0
+    # With POWERCONTEXT_EMBED_WRITES=async a missing vector is the embedder's lag, not damage:
+    # counted here instead of ``vectors_missing`` and not making the report fail.
+    vectors_pending: int = 0
 
     @property
     def vectors_ok(self) -> bool:
@@ -109,6 +119,7 @@ class VerifyReport:
                 "missing": self.vectors_missing,
                 "extra": self.vectors_extra,
                 "mismatched": self.vectors_mismatched,
+                "pending": self.vectors_pending,
             },
         }
 
@@ -175,8 +186,8 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
         report.engine.extend(problems)
         if problems:
             broken.append(index)
-    if repair and not report.ok:
-        if not report.vectors_ok:
+    if repair and (not report.ok or report.vectors_pending):
+        if not report.vectors_ok or report.vectors_pending:
             rebuild_vectors(scope_id=scope_id)
         for index in INDEXES:
             for scope in sorted(drifted[index.name]):
@@ -224,6 +235,7 @@ def _verify_vectors(
     )
     delete: list[int] = []
     embed: list[tuple[int, str, str]] = []
+    lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
     for want, have in _merge(_expected_vectors(scope_id), actual):
         if want is None:
             report.vectors_extra += 1
@@ -232,13 +244,103 @@ def _verify_vectors(
         report.vectors_checked += 1
         pk, scope, text = want
         if have is None:
-            report.vectors_missing += 1
+            if lag_is_pending:
+                report.vectors_pending += 1
+            else:
+                report.vectors_missing += 1
             embed.append((pk, scope, text))
         elif not _sound(model_id, have, scope):
             report.vectors_mismatched += 1
             delete.append(pk)
             embed.append((pk, scope, text))
     return delete, embed
+
+
+def missing_vectors(scope_id: str | None, limit: int) -> list[tuple[int, str, str]]:
+    """Up to ``limit`` (entry version pk, scope id, text) active in their head with no vector
+    row, oldest first: what the after-commit embedder still has to do (an anti-join on the
+    one-to-one vector, so its cost follows the gap, not the scope)."""
+    rows = MemoryMembership.objects.filter(
+        to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
+    )
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    return [
+        (int(pk), str(scope), str(text))
+        for pk, scope, text in rows.order_by("entry_version_id").values_list(
+            "entry_version_id", "scope_id", "entry_version__text"
+        )[:limit]
+    ]
+
+
+def scopes_missing_vectors() -> list[str]:
+    """Scopes with at least one active entry version that has no vector row."""
+    return sorted(
+        set(
+            MemoryMembership.objects.filter(
+                to_revision__isnull=True,
+                state=MemoryMembership.State.ACTIVE,
+                entry_version__vector__isnull=True,
+            ).values_list("scope_id", flat=True)
+        )
+    )
+
+
+def store_vectors(model: embedding.Embedder, batch: list[tuple[int, str, str]]) -> int:
+    """Embed ``batch`` outside any transaction, then store in one transaction the vectors of the
+    versions still active and still without a vector; returns the rows inserted.
+
+    The write locks the Memory heads of the batch's scopes (sorted; PostgreSQL row locks, the
+    SQLite write lock), as writers do: a retire cannot close a membership between the check and
+    the insert (no vector of an inactive version is left behind), and vector ids of one scope
+    are allocated in commit order (the in-process matrix cache reads ``id`` > its largest).
+    Concurrent embedders never fail or duplicate: the insert skips rows that exist by then
+    (``ON CONFLICT DO NOTHING`` / ``INSERT OR IGNORE`` on the one-to-one column)."""
+    if not batch:
+        return 0
+    assert _outside_transactions(), "a model run never happens inside a transaction"
+    computed = {pk: (scope, embedding.to_bytes(model.embed(text))) for pk, scope, text in batch}
+    with transaction.atomic():
+        list(
+            Artifact.objects.select_for_update()
+            .filter(
+                scope_id__in=sorted({scope for scope, _ in computed.values()}),
+                family=MEMORY_FAMILY,
+                artifact_id=MEMORY_ARTIFACT_ID,
+            )
+            .order_by("scope_id")
+            .values_list("pk", flat=True)
+        )
+        active = set(
+            MemoryMembership.objects.filter(
+                entry_version_id__in=list(computed),
+                to_revision__isnull=True,
+                state=MemoryMembership.State.ACTIVE,
+            ).values_list("entry_version_id", flat=True)
+        )
+        present = set(
+            MemoryEntryVector.objects.filter(entry_version_id__in=list(active)).values_list(
+                "entry_version_id", flat=True
+            )
+        )
+        rows = [
+            MemoryEntryVector(
+                entry_version_id=pk,
+                scope_id=computed[pk][0],
+                model=model.model_id,
+                vector=computed[pk][1],
+            )
+            for pk in sorted(active - present)
+        ]
+        MemoryEntryVector.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def _outside_transactions() -> bool:
+    # pytest-django wraps non-transactional tests in a transaction; code under test runs as at
+    # the outer level there (durable blocks are allowed too), so those blocks do not count.
+    connection = transaction.get_connection()
+    return all(getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
 
 
 def rebuild_vectors(*, scope_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
@@ -261,27 +363,7 @@ def rebuild_vectors(*, scope_id: str | None = None, progress: Callable[[int], No
     written = 0
     for start in range(0, len(embed), EMBED_BATCH):
         batch = embed[start : start + EMBED_BATCH]
-        computed = {pk: (scope, embedding.to_bytes(model.embed(text))) for pk, scope, text in batch}
-        with transaction.atomic():
-            active = set(
-                MemoryMembership.objects.filter(
-                    entry_version_id__in=list(computed),
-                    to_revision__isnull=True,
-                    state=MemoryMembership.State.ACTIVE,
-                ).values_list("entry_version_id", flat=True)
-            )
-            # A writer may have embedded some meanwhile: theirs and ours are the same vector.
-            MemoryEntryVector.objects.filter(entry_version_id__in=list(active)).delete()
-            MemoryEntryVector.objects.bulk_create(
-                MemoryEntryVector(
-                    entry_version_id=pk,
-                    scope_id=computed[pk][0],
-                    model=model.model_id,
-                    vector=computed[pk][1],
-                )
-                for pk in sorted(active)
-            )
-        written += len(active)
+        written += store_vectors(model, batch)
         if progress:
             progress(len(batch))
     vectors.clear_cache()

@@ -1,8 +1,9 @@
 """Vector and hybrid search over Memory: the derived embedding index and its exact search.
 
 Storage: one ``MemoryEntryVector`` per entry version that is active in its scope's current head,
-written by the writers' transactions (``maintenance``) when the model is available, rebuilt and
-verified with the other indexes (``rebuild``).
+written after commit by the embedder (``pending``; or by the writers' transactions with
+``POWERCONTEXT_EMBED_WRITES=sync``) when the model is available, rebuilt and verified with the
+other indexes (``rebuild``). Entries without a vector yet are invisible to vector search only.
 
 Search is exact and in process, on both databases: this Python's ``sqlite3`` cannot load
 extensions (no ``enable_load_extension``), so sqlite-vec is out, and pgvector is not packaged for
@@ -185,7 +186,9 @@ def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
         if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
             _cache.move_to_end(scope_id)
             return cached
-    if cached is not None and revision > cached.revision and max_id >= cached.max_id:
+    # A write moves the head; the after-commit embedder only adds vectors (larger ids, inserted
+    # under the head's lock, so in commit order): both are caught up by reading what changed.
+    if cached is not None and revision >= cached.revision and max_id >= cached.max_id:
         loaded = _refresh(cached, scope_id, revision, max_id, model_id)
     else:  # first read, or vectors changed without a write (a rebuild): read them all
         loaded = _load(scope_id, revision, max_id, model_id)

@@ -1,0 +1,246 @@
+"""Embedding after commit: the Memory vector index as an asynchronously maintained derived index.
+
+With ``POWERCONTEXT_EMBED_WRITES=async`` (the default) a writer inserts no vector: after its
+transaction commits it signals the embedder for its scope, and the embedder computes what is
+missing outside any transaction (``rebuild.store_vectors``). What still needs a vector is never
+kept in memory or in a message: it is the database itself — entry versions active in their
+scope's head without a vector row (``rebuild.missing_vectors``). A lost signal, a crashed
+process or a model that was down therefore only delay vectors: the next signal for the scope,
+the next process start (embedded default), the beat sweep (service mode) or
+``rebuild_search_index`` fills the gap.
+
+Who embeds:
+
+- service mode (a Celery broker): the task ``powercontext.embed_pending`` per scope. Signals of
+  one process are coalesced: at most one task per scope per ``POWERCONTEXT_EMBED_COALESCE_SECONDS``,
+  sent with that countdown, so every write whose signal was dropped committed before the task
+  reads the gap. A task embeds a bounded number of batches and enqueues itself again while work
+  remains; the beat task ``powercontext.embed_pending_sweep`` enqueues every scope with a gap.
+- embedded default (eager Celery: a task would run on the request): one daemon thread per
+  process, started by the first signal (and again after a fork), that first queues every scope
+  with a gap, then serves signals, a set of scopes (many writes to one scope: one entry), one
+  batch per scope in turn. It runs on its own database connection, never inside a request's
+  transaction; a failure is logged by its exception class only (never a text or an id) and the
+  thread carries on.
+
+Search meanwhile: ``vector``/``hybrid`` do not see entries without a vector yet; full text sees
+every entry at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from django.conf import settings
+from django.db import connections, transaction
+
+from powercontext.search import embedding
+from powercontext.search.rebuild import missing_vectors, scopes_missing_vectors, store_vectors
+
+logger = logging.getLogger("powercontext.search")
+_T = TypeVar("_T")
+
+BATCH = 64  # entry versions embedded per write transaction (~1 s of model time at most)
+TASK_BATCHES = 16  # batches one Celery task runs before it enqueues itself again
+
+
+def is_async() -> bool:
+    return bool(settings.POWERCONTEXT_EMBED_WRITES == "async")
+
+
+@dataclass(frozen=True)
+class EmbedRun:
+    written: int
+    remaining: bool  # whether the scope still had a gap when the run stopped
+
+
+def embed_pending(scope_id: str, *, until_done: bool = False, max_batches: int = 1) -> EmbedRun:
+    """Embed what the scope is missing: ``max_batches`` batches, or all of it (``until_done``).
+
+    Each batch is embedded outside any transaction and written in one transaction for the
+    versions still active and still without a vector, so concurrent runs (two processes) and
+    writes in between are harmless. Nothing happens when the model is unavailable.
+    """
+    model = embedding.embedder()
+    if model is None:
+        return EmbedRun(0, remaining=False)
+    written, batches, previous = 0, 0, None
+    while until_done or batches < max_batches:
+        batch = missing_vectors(scope_id, BATCH)
+        if not batch:
+            return EmbedRun(written, remaining=False)
+        stored = store_vectors(model, batch)
+        if stored == 0 and batch == previous:
+            break  # the same rows again and nothing stored: give up for now, report the gap
+        written, batches, previous = written + stored, batches + 1, batch
+    return EmbedRun(written, remaining=bool(missing_vectors(scope_id, 1)))
+
+
+# -- signals (after the writer's commit) -----------------------------------------------------------
+
+
+def signal_after_commit(scope_id: str) -> None:
+    """Inside a writer's transaction: ask for the scope's vectors once it has committed."""
+    transaction.on_commit(lambda: _dispatch(scope_id))
+
+
+def _dispatch(scope_id: str) -> None:
+    # After commit, on the writer's thread: cheap (no model, no query), and never raises, since
+    # the write has already succeeded and the gap is recorded in the database anyway.
+    try:
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            worker().submit(scope_id)
+        else:
+            _enqueue(scope_id)
+    except Exception as exc:
+        logger.warning("embed_signal failed error_class=%s", type(exc).__name__)
+
+
+_sent_lock = threading.Lock()
+_sent: dict[str, float] = {}
+
+
+def _enqueue(scope_id: str) -> None:
+    window = float(settings.POWERCONTEXT_EMBED_COALESCE_SECONDS)
+    now = time.monotonic()
+    with _sent_lock:
+        if now - _sent.get(scope_id, float("-inf")) < window:
+            return  # a task sent less than a window ago starts after this commit
+        _sent[scope_id] = now
+        if len(_sent) > 10_000:
+            for key in [k for k, at in _sent.items() if now - at >= window]:
+                del _sent[key]
+    from powercontext.tasks import embed_pending as task
+
+    task.apply_async((scope_id,), countdown=window)
+
+
+# -- the embedded default's thread -----------------------------------------------------------------
+
+
+class EmbedWorker(threading.Thread):
+    """Embeds signalled scopes one batch at a time, round robin; see the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__(name="powercontext-embedder", daemon=True)
+        self.pid = os.getpid()
+        self._condition = threading.Condition()
+        self._queued: dict[str, None] = {}  # an ordered set
+        self._busy: str | None = None
+        self._stopping = False
+        self._ready = threading.Event()  # set once the gaps found at start are queued
+
+    def submit(self, scope_id: str) -> None:
+        with self._condition:
+            self._queued[scope_id] = None
+            self._condition.notify_all()
+
+    def wait_idle(self, scope_id: str, timeout: float) -> bool:
+        """Wait until the scope is neither queued nor being embedded; False on timeout."""
+        deadline = time.monotonic() + timeout
+        if not self._ready.wait(timeout):
+            return False
+        timeout = max(0.0, deadline - time.monotonic())
+        with self._condition:
+            return self._condition.wait_for(
+                lambda: scope_id not in self._queued and self._busy != scope_id, timeout
+            )
+
+    def stop(self, timeout: float | None = None) -> None:
+        with self._condition:
+            self._stopping = True
+            self._condition.notify_all()
+        self.join(timeout)
+
+    def run(self) -> None:
+        self._guarded(self._queue_gaps)
+        self._ready.set()
+        while True:
+            with self._condition:
+                if not self._queued:
+                    connections.close_all()  # idle: this thread's connections only
+                while not self._queued and not self._stopping:
+                    self._condition.wait()
+                if self._stopping:
+                    break
+                scope_id = next(iter(self._queued))
+                del self._queued[scope_id]
+                self._busy = scope_id
+            run: EmbedRun | None = None
+            try:
+                run = self._guarded(functools.partial(embed_pending, scope_id))
+            finally:
+                with self._condition:
+                    self._busy = None
+                    if run is not None and run.remaining:
+                        self._queued.setdefault(scope_id, None)  # behind the other scopes
+                    self._condition.notify_all()
+        connections.close_all()
+
+    def _queue_gaps(self) -> None:
+        # A process that died left gaps nobody signals again: fill them at the next start.
+        for scope_id in scopes_missing_vectors():
+            self.submit(scope_id)
+
+    def _guarded(self, work: Callable[[], _T]) -> _T | None:
+        try:
+            return work()
+        except Exception as exc:
+            logger.warning("embedder failed error_class=%s", type(exc).__name__)
+            connections.close_all()  # a broken connection must not poison the next batch
+            return None
+
+
+_worker_lock = threading.Lock()
+_worker: EmbedWorker | None = None
+_atexit_registered = False
+
+
+def worker() -> EmbedWorker:
+    """This process's embedder thread, started on first use (and anew in a forked child)."""
+    global _worker, _atexit_registered
+    with _worker_lock:
+        if _worker is None or _worker.pid != os.getpid() or not _worker.is_alive():
+            _worker = EmbedWorker()
+            _worker.start()
+            if not _atexit_registered:
+                atexit.register(stop_worker)
+                _atexit_registered = True
+        return _worker
+
+
+def stop_worker(timeout: float | None = 10) -> None:
+    """Stop this process's embedder thread (at exit; tests). Gaps stay in the database."""
+    global _worker
+    with _worker_lock:
+        current, _worker = _worker, None
+    if current is not None and current.pid == os.getpid():
+        current.stop(timeout)
+
+
+def wait_until_embedded(scope_id: str, timeout: float) -> bool:
+    """Wait until every active entry of the scope has a vector; False on timeout or when the
+    model is unavailable. In the embedded default it drives and waits on this process's thread;
+    in service mode it polls the database (the workers embed)."""
+    if embedding.embedder() is None:
+        return False
+    deadline = time.monotonic() + timeout
+    while missing_vectors(scope_id, 1):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            current = worker()
+            current.submit(scope_id)
+            current.wait_idle(scope_id, remaining)
+        else:
+            threading.Event().wait(min(0.1, remaining))
+    return True
