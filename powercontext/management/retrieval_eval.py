@@ -3,7 +3,9 @@
 Protocol (the retrieval issue): one fresh scope per conversation; every dialogue turn of every
 session, in order, is remembered verbatim as one Memory entry of kind ``conversation`` with text
 ``"<speaker>: <text>"``; every question of category 1-4 whose evidence names at least one turn
-is asked as a prepare query (``max_bytes`` 8000). A question's evidence recall is the fraction of
+is asked as a prepare query (``max_bytes`` 8000), once the embedder has caught up with the
+conversation (``search.pending.wait_until_embedded``; with ``POWERCONTEXT_EMBED_WRITES=async``
+vectors are written after commit). A question's evidence recall is the fraction of
 its evidence turns whose entries the pack's Memory items cite; its hit is whether any is.
 
 Everything goes through the real services and the prepare application, in process. Scope ids
@@ -26,10 +28,12 @@ from typing import Any
 from context_api.application import PrepareRequest, ScopedContextApplication
 from context_api.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.management.bench.common import percentile
+from powercontext.search import embedding, pending
 from powercontext.services.memory import memory_remember
 
 KIND = "conversation"
 MAX_BYTES = 8000
+EMBED_TIMEOUT = 3600.0
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MEMORY_TEXT_MAX_BYTES = 8192
 _TURN_ID = re.compile(r"D\d+:\d+")
@@ -86,6 +90,8 @@ class Report:
     conversations: int = 0
     turns: int = 0
     skipped_questions: int = 0
+    seed_seconds: float = 0.0  # remembering the turns (the embedder may run meanwhile)
+    embed_wait_seconds: float = 0.0  # after the last remember, until every turn had its vector
 
     def as_dict(self) -> dict[str, Any]:
         ms = self.prepare_ms or [0.0]
@@ -98,6 +104,8 @@ class Report:
             "mean_content_bytes": round(statistics.fmean(self.content_bytes), 1) if self.content_bytes else 0,
             "prepare_p50_ms": round(statistics.median(ms), 3),
             "prepare_p95_ms": round(percentile(ms, 0.95), 3),
+            "seed_seconds": round(self.seed_seconds, 2),
+            "embed_wait_seconds": round(self.embed_wait_seconds, 2),
         }
 
 
@@ -184,7 +192,14 @@ def evaluate(
     report = Report()
     for conversation in conversations:
         scope_id = f"eval-locomo-{run}-{conversation.sample_id}"
+        started = time.perf_counter()
         entries = remember_conversation(scope_id, conversation.turns)
+        seeded = time.perf_counter()
+        # Measure the finished index: with embedding after commit, wait for the embedder.
+        if embedding.embedder() is not None and not pending.wait_until_embedded(scope_id, EMBED_TIMEOUT):
+            raise RuntimeError("the embedder did not catch up within the timeout")
+        report.seed_seconds += seeded - started
+        report.embed_wait_seconds += time.perf_counter() - seeded
         report.conversations += 1
         report.turns += len(entries)
         report.skipped_questions += conversation.skipped_questions
@@ -217,6 +232,7 @@ def render_table(summary: dict[str, Any]) -> str:
     lines.append(
         f"mean content_bytes {summary['mean_content_bytes']:.0f}; prepare p50 {summary['prepare_p50_ms']:.2f} ms,"
         f" p95 {summary['prepare_p95_ms']:.2f} ms; {summary['conversations']} conversations,"
-        f" {summary['turns']} turns, {summary['skipped_questions']} questions without a known evidence turn"
+        f" {summary['turns']} turns, {summary['skipped_questions']} questions without a known evidence turn;"
+        f" seeding {summary['seed_seconds']:.1f} s, then {summary['embed_wait_seconds']:.1f} s until embedded"
     )
     return "\n".join(lines)

@@ -14,11 +14,13 @@ the ``vector``/``hybrid`` search modes are unavailable. The load is attempted on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +156,20 @@ def embedder() -> Embedder | None:
                 logger.warning("embeddings unavailable (%s): vector search is off", type(exc).__name__)
                 _state["model"] = None
         return _state["model"]
+
+
+@contextlib.contextmanager
+def unavailable() -> Iterator[None]:
+    """Act as if the model could not load, for the duration (benchmarks compare with it off)."""
+    with _lock:
+        saved = dict(_state)
+        _state["model"] = None
+    try:
+        yield
+    finally:
+        with _lock:
+            _state.clear()
+            _state.update(saved)
 
 
 def reset() -> None:

@@ -50,6 +50,7 @@ _T = TypeVar("_T")
 
 BATCH = 64  # entry versions embedded per write transaction (~1 s of model time at most)
 TASK_BATCHES = 16  # batches one Celery task runs before it enqueues itself again
+NICE = 10  # the embedder thread's scheduling priority below its process's (Linux)
 
 
 def is_async() -> bool:
@@ -161,6 +162,7 @@ class EmbedWorker(threading.Thread):
         self.join(timeout)
 
     def run(self) -> None:
+        self._lower_priority()
         self._guarded(self._queue_gaps)
         self._ready.set()
         while True:
@@ -184,6 +186,17 @@ class EmbedWorker(threading.Thread):
                         self._queued.setdefault(scope_id, None)  # behind the other scopes
                     self._condition.notify_all()
         connections.close_all()
+
+    @staticmethod
+    def _lower_priority() -> None:
+        # On Linux a thread id names one thread for setpriority: requests of this process keep
+        # the CPU first and the embedder takes what is left (the model runs on this thread:
+        # onnxruntime has one intra-op thread and releases the GIL while it computes).
+        try:
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + NICE))
+        except (AttributeError, OSError):
+            pass
 
     def _queue_gaps(self) -> None:
         # A process that died left gaps nobody signals again: fill them at the next start.

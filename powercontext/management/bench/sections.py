@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -165,3 +167,40 @@ def _bench_inbox(corpus: Corpus, reviewer: Any, samples: int) -> dict[str, Any]:
         out["inbox_10000_pending"]["p50_ms"] / out["inbox_10_pending"]["p50_ms"], 2
     )
     return out
+
+
+def bench_embed_writes(count: int, write: Callable[[str], Any]) -> dict[str, Any]:
+    """Remember throughput (one client, one transaction each) with the embedding model off, with
+    vectors embedded in the writer's transaction (``sync``) and after commit (``async``, the
+    embedder thread running alongside), each into a fresh scope, in one run; for ``async`` also
+    how long the embedder needed after the last remember, and its overall rate."""
+    from django.test import override_settings
+
+    from powercontext.search import embedding, pending
+
+    if embedding.embedder() is None:
+        return {"skipped": "the embedding model is unavailable"}
+    corpus = Corpus(seed=5)
+    results: dict[str, Any] = {"remembers": count}
+    for mode in ("off", "sync", "async"):
+        scope = f"bench-embed-{mode}"
+        texts = [corpus.note() for _ in range(count)]
+        model_off = embedding.unavailable() if mode == "off" else contextlib.nullcontext()
+        with override_settings(POWERCONTEXT_EMBED_WRITES="sync" if mode == "off" else mode), model_off:
+            started = time.perf_counter()
+            for text in texts:
+                memory_remember(scope_id=scope, kind="note", text=text)
+            seconds = time.perf_counter() - started
+            row: dict[str, Any] = {"remembers_per_second": round(count / seconds, 1)}
+            if mode == "async":
+                seeded = time.perf_counter()
+                assert pending.wait_until_embedded(scope, 3600), "the embedder did not catch up"
+                lag = time.perf_counter() - seeded
+                row["embed_lag_after_last_remember_s"] = round(lag, 2)
+                row["vectors_per_second_overall"] = round(count / (seconds + lag), 1)
+        results[mode] = row
+        write(str({f"embed_writes_{mode}": row}))
+    off = results["off"]["remembers_per_second"]
+    results["async_vs_off"] = round(results["async"]["remembers_per_second"] / off, 2)
+    results["sync_vs_off"] = round(results["sync"]["remembers_per_second"] / off, 2)
+    return results

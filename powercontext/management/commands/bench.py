@@ -21,7 +21,7 @@ from django.db import connection
 from context_api.application import PrepareRequest, ScopedContextApplication
 from powercontext import search
 from powercontext.management.bench.common import SCOPE, Corpus, percentile, timed
-from powercontext.search import embedding
+from powercontext.search import embedding, pending
 from powercontext.selectors.memory import memory_search
 from powercontext.services.memory import memory_remember
 
@@ -35,8 +35,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_path", help="also write results to this file")
         parser.add_argument(
             "--sections",
-            default="store,builder,review,pipeline",
-            help="comma-separated: store, builder, review, pipeline",
+            default="store,embed_writes,builder,review,pipeline",
+            help="comma-separated: store, embed_writes, builder, review, pipeline",
+        )
+        parser.add_argument(
+            "--embed-writes", type=int, default=1000, help="remembers per mode in the embed_writes section"
         )
         parser.add_argument(
             "--pipeline-sessions", type=int, default=1000, help="captured sessions for the pipeline section"
@@ -50,6 +53,10 @@ class Command(BaseCommand):
         results: dict[str, Any] = {"database": connection.vendor}
         if "store" in sections:
             results["store"] = self.bench_store(options)
+        if "embed_writes" in sections:
+            from powercontext.management.bench.sections import bench_embed_writes
+
+            results["embed_writes"] = bench_embed_writes(options["embed_writes"], self.stdout.write)
         if "builder" in sections:
             from powercontext.management.bench.sections import bench_builder
 
@@ -86,10 +93,17 @@ class Command(BaseCommand):
                 memory_remember(scope_id=SCOPE, kind="note", text=corpus.note())
                 seeded += 1
             seed_seconds = time.perf_counter() - started
+            # Time search and prepare against the finished index: let the embedder catch up.
+            waited = time.perf_counter()
+            if embedding.embedder() is not None and not pending.wait_until_embedded(SCOPE, 3600):
+                raise RuntimeError("the embedder did not catch up")
+            embed_wait_seconds = time.perf_counter() - waited
             remember = timed(
                 lambda: memory_remember(scope_id=SCOPE, kind="note", text=corpus.note()), samples
             )
             seeded += samples
+            if embedding.embedder() is not None:
+                pending.wait_until_embedded(SCOPE, 3600)
             # Steady state, not a cold start: warm caches with other queries than the timed ones.
             for _ in range(samples // 2):
                 memory_search(scope_id=SCOPE, query=corpus.query(), limit=10)
@@ -100,6 +114,7 @@ class Command(BaseCommand):
             row: dict[str, Any] = {
                 "entries": seeded,
                 "seed_seconds": round(seed_seconds, 2),
+                "embed_wait_seconds": round(embed_wait_seconds, 2),
                 "remember_p50_ms": round(statistics.median(remember), 3),
                 "remember_p95_ms": round(percentile(remember, 0.95), 3),
                 "search_p50_ms": round(statistics.median(searches), 3),
