@@ -26,7 +26,7 @@ def _database_url() -> str:
 
 
 @pytest.fixture
-def worker(tmp_path: Path):
+def worker(tmp_path: Path, request: pytest.FixtureRequest):
     broker = os.environ["POWERCONTEXT_TEST_REDIS_URL"]
     env = {
         **os.environ,
@@ -36,6 +36,7 @@ def worker(tmp_path: Path):
         "LOG_LEVEL": "WARNING",
         # As in-process tests (tests/conftest.py): the embedding model only where asked for.
         "POWERCONTEXT_EMBEDDINGS": "false",
+        **getattr(request, "param", {}),
     }
     log = (tmp_path / "worker.log").open("w")
     process = subprocess.Popen(
@@ -88,3 +89,28 @@ def test_a_real_worker_rebuilds_and_verifies_the_index_through_redis(worker: Cel
     assert MemorySearchDocument.objects.filter(scope_id="worker-scope").count() == 30
     assert search.verify_index().ok
     assert worker.send_task("powercontext.verify_search_index").get(timeout=120)["ok"] is True
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("worker", [{"POWERCONTEXT_EMBEDDINGS": "true"}], indirect=True)
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_embeds_what_async_writes_left_without_vectors(
+    worker: Celery, embeddings: object, settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from powercontext.models import MemoryEntryVector
+    from powercontext.search import pending
+
+    settings.POWERCONTEXT_EMBED_WRITES = "async"  # type: ignore[attr-defined]
+    monkeypatch.setattr(pending, "_dispatch", lambda scope_id: None)  # no thread in this process
+    for i in range(20):
+        make_memory("embed-scope", f"a note the worker embeds, number {i}")
+    assert MemoryEntryVector.objects.filter(scope_id="embed-scope").count() == 0
+
+    swept = worker.send_task("powercontext.embed_pending_sweep").get(timeout=120)
+    assert swept == {"scopes": 1}
+    ran = worker.send_task("powercontext.embed_pending", args=["embed-scope"]).get(timeout=120)
+
+    assert ran == {"embedded": 0, "remaining": False}  # the sweep's task came first and did it all
+    assert MemoryEntryVector.objects.filter(scope_id="embed-scope").count() == 20
+    report = search.verify_index(scope_id="embed-scope")
+    assert report.ok and report.vectors_pending == 0
