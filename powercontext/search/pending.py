@@ -50,7 +50,7 @@ _T = TypeVar("_T")
 
 BATCH = 64  # entry versions embedded per write transaction (~1 s of model time at most)
 TASK_BATCHES = 16  # batches one Celery task runs before it enqueues itself again
-NICE = 10  # the embedder thread's scheduling priority below its process's (Linux)
+YIELD_SECONDS = 0.025  # the embedder's longest pause per model run while writers signal
 
 
 def is_async() -> bool:
@@ -63,7 +63,13 @@ class EmbedRun:
     remaining: bool  # whether the scope still had a gap when the run stopped
 
 
-def embed_pending(scope_id: str, *, until_done: bool = False, max_batches: int = 1) -> EmbedRun:
+def embed_pending(
+    scope_id: str,
+    *,
+    until_done: bool = False,
+    max_batches: int = 1,
+    before_each: Callable[[], None] | None = None,
+) -> EmbedRun:
     """Embed what the scope is missing: ``max_batches`` batches, or all of it (``until_done``).
 
     Each batch is embedded outside any transaction and written in one transaction for the
@@ -78,7 +84,7 @@ def embed_pending(scope_id: str, *, until_done: bool = False, max_batches: int =
         batch = missing_vectors(scope_id, BATCH)
         if not batch:
             return EmbedRun(written, remaining=False)
-        stored = store_vectors(model, batch)
+        stored = store_vectors(model, batch, before_each)
         if stored == 0 and batch == previous:
             break  # the same rows again and nothing stored: give up for now, report the gap
         written, batches, previous = written + stored, batches + 1, batch
@@ -138,10 +144,13 @@ class EmbedWorker(threading.Thread):
         self._busy: str | None = None
         self._stopping = False
         self._ready = threading.Event()  # set once the gaps found at start are queued
+        self._halt = threading.Event()
+        self._last_signal = float("-inf")
 
     def submit(self, scope_id: str) -> None:
         with self._condition:
             self._queued[scope_id] = None
+            self._last_signal = time.monotonic()
             self._condition.notify_all()
 
     def wait_idle(self, scope_id: str, timeout: float) -> bool:
@@ -156,13 +165,13 @@ class EmbedWorker(threading.Thread):
             )
 
     def stop(self, timeout: float | None = None) -> None:
+        self._halt.set()
         with self._condition:
             self._stopping = True
             self._condition.notify_all()
         self.join(timeout)
 
     def run(self) -> None:
-        self._lower_priority()
         self._guarded(self._queue_gaps)
         self._ready.set()
         while True:
@@ -178,7 +187,9 @@ class EmbedWorker(threading.Thread):
                 self._busy = scope_id
             run: EmbedRun | None = None
             try:
-                run = self._guarded(functools.partial(embed_pending, scope_id))
+                run = self._guarded(
+                    functools.partial(embed_pending, scope_id, before_each=self._yield_to_writers)
+                )
             finally:
                 with self._condition:
                     self._busy = None
@@ -187,16 +198,15 @@ class EmbedWorker(threading.Thread):
                     self._condition.notify_all()
         connections.close_all()
 
-    @staticmethod
-    def _lower_priority() -> None:
-        # On Linux a thread id names one thread for setpriority: requests of this process keep
-        # the CPU first and the embedder takes what is left (the model runs on this thread:
-        # onnxruntime has one intra-op thread and releases the GIL while it computes).
-        try:
-            tid = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + NICE))
-        except (AttributeError, OSError):
-            pass
+    def _yield_to_writers(self) -> None:
+        # Writers of this process first: while they keep signalling, pause up to YIELD_SECONDS
+        # before each model run, so a burst of writes gets most of the CPU and the GIL (the
+        # embedder still advances, so its lag stays bounded) and the backlog is embedded at
+        # full speed once the burst is over. (A lower thread priority was tried: a descheduled
+        # embedder holding the GIL then stalled the writers; docs/retrieval.md.)
+        wait = self._last_signal + YIELD_SECONDS - time.monotonic()
+        if wait > 0:
+            self._halt.wait(wait)
 
     def _queue_gaps(self) -> None:
         # A process that died left gaps nobody signals again: fill them at the next start.

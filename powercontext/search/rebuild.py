@@ -286,7 +286,11 @@ def scopes_missing_vectors() -> list[str]:
     )
 
 
-def store_vectors(model: embedding.Embedder, batch: list[tuple[int, str, str]]) -> int:
+def store_vectors(
+    model: embedding.Embedder,
+    batch: list[tuple[int, str, str]],
+    before_each: Callable[[], None] | None = None,
+) -> int:
     """Embed ``batch`` outside any transaction, then store in one transaction the vectors of the
     versions still active and still without a vector; returns the rows inserted.
 
@@ -295,11 +299,16 @@ def store_vectors(model: embedding.Embedder, batch: list[tuple[int, str, str]]) 
     the insert (no vector of an inactive version is left behind), and vector ids of one scope
     are allocated in commit order (the in-process matrix cache reads ``id`` > its largest).
     Concurrent embedders never fail or duplicate: the insert skips rows that exist by then
-    (``ON CONFLICT DO NOTHING`` / ``INSERT OR IGNORE`` on the one-to-one column)."""
+    (``ON CONFLICT DO NOTHING`` / ``INSERT OR IGNORE`` on the one-to-one column).
+    ``before_each`` runs before each model run (the embedder thread yields to writers there)."""
     if not batch:
         return 0
     assert _outside_transactions(), "a model run never happens inside a transaction"
-    computed = {pk: (scope, embedding.to_bytes(model.embed(text))) for pk, scope, text in batch}
+    computed: dict[int, tuple[str, bytes]] = {}
+    for pk, scope, text in batch:
+        if before_each is not None:
+            before_each()
+        computed[pk] = (scope, embedding.to_bytes(model.embed(text)))
     with transaction.atomic():
         list(
             Artifact.objects.select_for_update()

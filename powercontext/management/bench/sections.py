@@ -7,6 +7,7 @@ import json
 import random
 import statistics
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -182,8 +183,9 @@ def bench_embed_writes(count: int, write: Callable[[str], Any]) -> dict[str, Any
         return {"skipped": "the embedding model is unavailable"}
     corpus = Corpus(seed=5)
     results: dict[str, Any] = {"remembers": count}
+    run = uuid.uuid4().hex[:8]  # fresh scopes: a note already active in a scope is a no-op
     for mode in ("off", "sync", "async"):
-        scope = f"bench-embed-{mode}"
+        scope = f"bench-embed-{mode}-{run}"
         texts = [corpus.note() for _ in range(count)]
         model_off = embedding.unavailable() if mode == "off" else contextlib.nullcontext()
         with override_settings(POWERCONTEXT_EMBED_WRITES="sync" if mode == "off" else mode), model_off:
