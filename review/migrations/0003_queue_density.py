@@ -5,16 +5,17 @@ from typing import Any
 from django.conf import settings
 from django.db import migrations, models
 
-# The scope filter's case-insensitive prefix match (``istartswith``) as an index range scan.
+# The scope filter's case-insensitive prefix match (``istartswith``) as an index range scan
+# after the status (the Inbox always filters by status).
 # PostgreSQL: Django compiles it to ``UPPER("scope_id"::text) LIKE UPPER(%s)``, which a btree on
 # that expression with ``text_pattern_ops`` serves whatever the database collation. SQLite: its
 # LIKE is case-insensitive for ASCII and uses an index on the column with NOCASE collation.
 PREFIX_INDEX = {
     "postgresql": (
         "CREATE INDEX candidate_scope_prefix ON review_candidate "
-        "(UPPER(scope_id::text) text_pattern_ops, status, id)"
+        "(status, UPPER(scope_id::text) text_pattern_ops, id)"
     ),
-    "sqlite": "CREATE INDEX candidate_scope_prefix ON review_candidate (scope_id COLLATE NOCASE, status, id)",
+    "sqlite": "CREATE INDEX candidate_scope_prefix ON review_candidate (status, scope_id COLLATE NOCASE, id)",
 }
 
 
