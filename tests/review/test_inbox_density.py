@@ -268,7 +268,7 @@ def test_a_reject_error_is_tied_to_the_reason_field(reviewer: User) -> None:
     body = text_of(client.get(response["Location"]))
     field = re.search(r'<textarea name="reason"[^>]*>', body).group(0)
     assert 'aria-invalid="true"' in field and 'aria-describedby="reject-errors"' in field
-    assert '<ul class="errorlist" role="alert" id="reject-errors">' in body
+    assert '<div role="alert" id="reject-errors"><ul class="errorlist">' in body
     clean = text_of(client.get(url("candidate", candidate)))
     assert "aria-invalid" not in re.search(r'<textarea name="reason"[^>]*>', clean).group(0)
 
