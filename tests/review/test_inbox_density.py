@@ -11,6 +11,7 @@ import pytest
 import time_machine
 from django.contrib.auth.models import User
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from review.models import Candidate
@@ -144,6 +145,16 @@ def test_the_scope_filter_suggests_existing_scopes(viewer: User) -> None:
         "git:github.com/acme/app",
         "local:/srv/tools",
     ]
+
+
+def test_scope_suggestions_are_distinct_sorted_capped_and_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    for scope in ("delta", "alpha", "charlie", "alpha", "bravo", "delta", "echo"):
+        make_candidate(scope)
+    assert queue_selectors.scope_suggestions() == ["alpha", "bravo", "charlie", "delta", "echo"]
+    monkeypatch.setattr(queue_selectors, "SCOPE_SUGGESTIONS", 3)
+    with CaptureQueriesContext(connection) as captured:
+        assert queue_selectors.scope_suggestions() == ["alpha", "bravo", "charlie"]
+    assert len(captured.captured_queries) == 1
 
 
 def test_the_scope_prefix_match_walks_an_index() -> None:
