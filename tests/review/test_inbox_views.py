@@ -649,13 +649,16 @@ def test_the_family_filter(viewer: User) -> None:
     assert rows_of(client_for(viewer).get(url("queue") + "?family=skill")) == [wanted.pk]
 
 
-def test_the_scope_filter_is_exact_and_case_sensitive(viewer: User) -> None:
+def test_the_scope_filter_matches_a_prefix_whatever_the_case(viewer: User) -> None:
     lower = make_candidate("repo")
     upper = make_candidate("Repo")
+    other = make_candidate("repository-2")
+    make_candidate("acme/repo")
     client = client_for(viewer)
-    assert rows_of(client.get(url("queue") + "?scope=repo")) == [lower.pk]
-    assert rows_of(client.get(url("queue") + "?scope=Repo")) == [upper.pk]
-    assert rows_of(client.get(url("queue") + "?scope=rep")) == []
+    assert rows_of(client.get(url("queue") + "?scope=repo")) == [lower.pk, upper.pk, other.pk]
+    assert rows_of(client.get(url("queue") + "?scope=REPOS")) == [other.pk]
+    assert rows_of(client.get(url("queue") + "?scope=rep%25")) == []
+    assert rows_of(client.get(url("queue") + "?scope=epo")) == []
 
 
 def test_the_text_filter_searches_proposals_reasons_and_ids(viewer: User) -> None:
@@ -771,9 +774,10 @@ def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: Us
     assert _queries(client, url("queue") + "?assigned=me") == small_mine
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
     # Session, user, permissions (2), two capped family counts, the capped matching count, the
-    # page (one query per family; one in all with a family filter) and the canned reasons.
-    assert small == 10, small
-    assert _queries(client, url("queue") + "?family=skill") == 9
+    # page (one query per family; one in all with a family filter), the canned reasons and the
+    # scope suggestions.
+    assert small == 11, small
+    assert _queries(client, url("queue") + "?family=skill") == 10
 
 
 def test_the_candidate_page_costs_the_same_queries_for_3_and_11_evidence_items(reviewer: User) -> None:
