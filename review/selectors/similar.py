@@ -88,6 +88,12 @@ _DIGESTS_MAX = 2 * PENDING_SCAN
 _DIGESTS_LOCK = Lock()
 
 
+def forget_digests() -> None:
+    """Empty the process cache (tests measure query counts from a cold cache)."""
+    with _DIGESTS_LOCK:
+        _DIGESTS.clear()
+
+
 def _digests(versions: list[tuple[str, int, int]]) -> dict[tuple[str, int], _Digest]:
     """The digest of each ``(candidate_id, version, version row pk)``: from the process cache,
     the rest read in one query."""

@@ -78,7 +78,7 @@ def test_axe_finds_no_violations_on_the_queue_candidate_history_and_conflict_pag
             expect(page.locator("table.diff").first).to_be_visible()
             _axe(page, f"candidate at {width}")
             page.get_by_label("Reject reason").fill("   ")  # blank: the server ties an error to it
-            page.get_by_role("button", name="Reject").click()
+            page.get_by_role("button", name="Reject", exact=True).click()
             expect(page.locator("#reject-errors")).to_be_visible()
             _axe(page, f"candidate with a form error at {width}")
             page.goto(f"/review/candidates/{revised.pk}/history/")

@@ -215,7 +215,7 @@ def test_moving_on_sends_the_held_decision_first(reviewer: User, live_server: An
         page.get_by_label("Reject reason").fill(REASON)
         page.get_by_role("button", name="Reject", exact=True).click()
         expect(page.locator("#undo-toast")).to_contain_text(f"Rejected #{second.pk}")
-        page.get_by_role("link", name="← Queue").click()
+        page.get_by_role("link", name="← Pending queue").click()
         expect(page.get_by_role("heading", name="Pending candidates")).to_be_visible()
         expect(page.get_by_text(f"Rejected candidate #{second.pk} (version 1)")).to_be_visible()
         expect(page.locator("tr[data-queue-row]")).to_have_count(1)

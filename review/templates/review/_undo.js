@@ -92,7 +92,7 @@
   }
 
   // submit() sends no submitter: carry its name and value (bulk: decision=approve) and, for a
-  // button with its own formaction (the queue's "Assign to me" inside the bulk form), its URL.
+  // button with its own formaction (the queue's claim button inside the bulk form), its URL.
   function submitAs(form, submitter) {
     if (submitter && submitter.name) {
       var carried = document.createElement("input");
@@ -104,7 +104,7 @@
     if (submitter && submitter.hasAttribute("formaction")) { form.action = submitter.formAction; }
     HTMLFormElement.prototype.submit.call(form);
   }
-  // A button with its own formaction posts elsewhere: it is not the form's decision.
+  // A button with its own formaction posts elsewhere (a claim): it is not the form's decision.
   function elsewhere(event) { return !!(event.submitter && event.submitter.hasAttribute("formaction")); }
   function expire() { if (pending && !pending.sent) { postNow(pending); } }
 
