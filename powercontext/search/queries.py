@@ -105,12 +105,11 @@ class _Ranked:
             f" WHERE d.scope_id = %s AND {self.where}"
         )
 
-    @staticmethod
-    def params(db: Engine, scope_id: str, tokens: list[str], limit: int) -> list[Any]:
+    def params(self, db: Engine, scope_id: str, tokens: list[str], limit: int) -> list[Any]:
         # The joins re-check scope and head: index rows exist only for the scope's current,
         # active rows, so these conditions never drop a row unless the index has drifted (which
         # ``verify_index`` reports).
-        return [*db.top_params(tokens, scope_id, limit), scope_id, scope_id]
+        return [*db.top_params(self.index, tokens, scope_id, limit), scope_id, scope_id]
 
 
 _MEMORY_QUERY = _Ranked(
