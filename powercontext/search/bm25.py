@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from django.db import connection
 from django.db.models import Avg, Count
 
 from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact
@@ -42,13 +43,18 @@ def _count(index: Index, scope_id: str) -> tuple[float, float]:
     return float(figures["count"]), float(figures["average"] or 0.0)
 
 
+_HEAD_SQL = (
+    f"SELECT current_revision FROM {Artifact._meta.db_table}"
+    f" WHERE scope_id = %s AND family = '{MEMORY_FAMILY}' AND artifact_id = '{MEMORY_ARTIFACT_ID}'"
+)
+
+
 def _memory_head(scope_id: str) -> int | None:
-    revision: int | None = (
-        Artifact.objects.filter(scope_id=scope_id, family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
-        .values_list("current_revision", flat=True)
-        .first()
-    )
-    return revision
+    # Raw SQL: this runs before every PostgreSQL search, and the ORM would compile it each time.
+    with connection.cursor() as cursor:
+        cursor.execute(_HEAD_SQL, [scope_id])
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
 
 
 def scope_statistics(index: Index, scope_id: str) -> tuple[float, float]:
