@@ -1,78 +1,84 @@
-"""Per-scope BM25 collection statistics for PostgreSQL: document count and average length.
+"""Per-scope BM25 collection statistics for PostgreSQL: row count and average length.
 
-FTS5 keeps these itself; on PostgreSQL they are counted from the index rows of one scope. That
-count reads every row of the scope, so the Memory index's figures are cached per process by
-(scope, head revision): every Memory write moves the head, and the Memory index holds exactly the
-head's active entries, so a cached figure is never used for another set of rows. Reading the head
-revision is one indexed lookup of one row. The Experience index has no single revision to key
-by and is counted at every search (it is small next to Memory; at 10,000 Experiences the count
-is ~1 ms).
+FTS5 keeps these itself; on PostgreSQL they are counted from the index rows of one scope.
 
-The statistics are read just before the ranking statement, not inside it: a write committed in
-between can shift scores by one entry's weight, never which rows match or what they cite.
-Document frequencies are counted inside the ranking statement (``engines.PostgresEngine``).
+Memory: counting reads every row of the scope, so the figures are cached per process and scope
+together with the head (row id, revision) they were counted at, read by the same statement. The
+ranking statement reads the head anyway (every hit cites its revision): when it differs from the
+cached one, a write came in between, the figures are dropped and the search runs again with
+fresh ones (``queries``; at most three times, then the last scores stand). Every
+Memory write moves the head and the index holds exactly the head's active entries, so scores
+always use the figures of the rows they rank, and a steady-state search costs no extra query.
+
+Experience: no single revision covers the index, so its figures are counted inside the ranking
+statement (``engines.PostgresEngine``); a scope's Experience rows are few next to its Memory.
+
+Document frequencies are counted inside the ranking statement.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Avg, Count
 
-from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact
-from powercontext.search.indexes import MEMORY_INDEX, Index
+from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemorySearchDocument
 
-CACHE_ENTRIES = 4096
+CACHE_SCOPES = 4096
 
-_cache: OrderedDict[tuple[str, str, int], tuple[float, float]] = OrderedDict()
+
+@dataclass(frozen=True)
+class Statistics:
+    # The Memory head (row id, revision) the figures were counted at; the row id tells a head
+    # that was deleted and created again (a restored or flushed database) from the old one.
+    head: tuple[int, int] | None
+    count: float
+    average_length: float
+
+
+_cache: OrderedDict[str, Statistics] = OrderedDict()
 _lock = threading.Lock()
+
+# The head revision and the figures, read by one statement (one snapshot).
+_COUNT_SQL = (
+    f"SELECT h.id, h.current_revision, d.n, d.avgdl FROM"
+    f" (SELECT count(*) AS n, avg(length) AS avgdl FROM {MemorySearchDocument._meta.db_table}"
+    f" WHERE scope_id = %s) d LEFT JOIN {Artifact._meta.db_table} h ON h.scope_id = %s"
+    f" AND h.family = '{MEMORY_FAMILY}' AND h.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+)
 
 
 def clear_cache() -> None:
-    """Forget cached figures (a rebuild may have changed index rows without a head move)."""
+    """Forget every scope's figures (a rebuild may change index rows without a head move)."""
     with _lock:
         _cache.clear()
 
 
-def _count(index: Index, scope_id: str) -> tuple[float, float]:
-    figures = index.model._default_manager.filter(scope_id=scope_id).aggregate(
-        count=Count("pk"), average=Avg("length")
-    )
-    return float(figures["count"]), float(figures["average"] or 0.0)
+def forget(scope_id: str) -> None:
+    with _lock:
+        _cache.pop(scope_id, None)
 
 
-_HEAD_SQL = (
-    f"SELECT current_revision FROM {Artifact._meta.db_table}"
-    f" WHERE scope_id = %s AND family = '{MEMORY_FAMILY}' AND artifact_id = '{MEMORY_ARTIFACT_ID}'"
-)
-
-
-def _memory_head(scope_id: str) -> int | None:
-    # Raw SQL: this runs before every PostgreSQL search, and the ORM would compile it each time.
+def _count(scope_id: str) -> Statistics:
     with connection.cursor() as cursor:
-        cursor.execute(_HEAD_SQL, [scope_id])
-        row = cursor.fetchone()
-    return None if row is None else int(row[0])
+        cursor.execute(_COUNT_SQL, [scope_id, scope_id])
+        pk, revision, count, average = cursor.fetchone()
+    head = None if pk is None else (int(pk), int(revision))
+    return Statistics(head, float(count), float(average or 0.0))
 
 
-def scope_statistics(index: Index, scope_id: str) -> tuple[float, float]:
-    """(number of index rows, their average length in tokens) of one scope of ``index``."""
-    if index is not MEMORY_INDEX:
-        return _count(index, scope_id)
-    revision = _memory_head(scope_id)
-    if revision is None:
-        return 0.0, 0.0
-    key = (index.name, scope_id, revision)
+def memory_statistics(scope_id: str) -> Statistics:
+    """The scope's Memory index figures: cached, or counted now (one statement)."""
     with _lock:
-        cached = _cache.get(key)
+        cached = _cache.get(scope_id)
         if cached is not None:
-            _cache.move_to_end(key)
+            _cache.move_to_end(scope_id)
             return cached
-    figures = _count(index, scope_id)
+    counted = _count(scope_id)
     with _lock:
-        _cache[key] = figures
-        while len(_cache) > CACHE_ENTRIES:
+        _cache[scope_id] = counted
+        while len(_cache) > CACHE_SCOPES:
             _cache.popitem(last=False)
-    return figures
+    return counted

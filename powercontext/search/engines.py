@@ -15,7 +15,7 @@ from django.db import connection
 
 from powercontext import analyzer
 from powercontext.search import bm25
-from powercontext.search.indexes import Index
+from powercontext.search.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
@@ -52,11 +52,24 @@ class Engine:
         match stays that of the engine's own scoring."""
         raise NotImplementedError
 
-    def top_params(self, index: Index, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+    def top_params(
+        self,
+        index: Index,
+        tokens: list[str],
+        scope_id: str,
+        limit: int,
+        memory: bm25.Statistics | None = None,
+    ) -> list[Any]:
+        """Parameters of ``top_sql``; ``memory`` is the Memory index's BM25 figures where the
+        engine needs them from outside the statement (PostgreSQL)."""
         raise NotImplementedError
 
     def relevance(self, raw: float) -> float:
         raise NotImplementedError
+
+    def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
+        """The figures ``top_params`` needs for Memory, or None when the engine keeps its own."""
+        return None
 
     def engine_problems(self, index: Index) -> list[str]:
         return []
@@ -79,7 +92,14 @@ class SqliteEngine(Engine):
             f" WHERE {fts} MATCH %s ORDER BY relevance DESC, {fts}.rowid LIMIT %s"
         )
 
-    def top_params(self, index: Index, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+    def top_params(
+        self,
+        index: Index,
+        tokens: list[str],
+        scope_id: str,
+        limit: int,
+        memory: bm25.Statistics | None = None,
+    ) -> list[Any]:
         return [" OR ".join(f'"{token}"' for token in tokens), limit]
 
     def relevance(self, raw: float) -> float:
@@ -117,30 +137,53 @@ class PostgresEngine(Engine):
         # weights 1 and that token alone (one cover per position, so exactly its position
         # count); document frequencies are counted over the same matched rows (tokens are
         # scope-keyed, so they are the scope's); N and the average length are the scope's
-        # (``bm25.scope_statistics``).
+        # (Memory: cached figures from ``bm25``; Experience: counted here).
         docs, key = index.model._meta.db_table, index.key
         return (
             f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
             f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
-            f" stats AS (SELECT %s::float8 AS n, %s::float8 AS avgdl),"
+            f" stats AS ({self._statistics_sql(index)}),"
             f" tf AS (SELECT * FROM (SELECT m.doc_key, m.length, q.i,"
             f" ts_rank_cd('{{1,1,1,1}}', m.document, q.term)::float8 AS tf"
             f" FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
             f" WHERE x.tf > 0),"
             f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
             f" SELECT tf.doc_key, sum("
-            f"greatest(ln((stats.n - df.n + 0.5) / (df.n + 0.5)), {BM25_MIN_IDF})"
+            f"greatest(ln((greatest(stats.n, df.n) - df.n + 0.5) / (df.n + 0.5)), {BM25_MIN_IDF})"
             f" * tf.tf * {BM25_K1 + 1.0} / (tf.tf + {BM25_K1} * ({1.0 - BM25_B} + {BM25_B} * tf.length / stats.avgdl))"
             f") AS relevance FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
             f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
         )
 
-    def top_params(self, index: Index, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
-        count, average = bm25.scope_statistics(index, scope_id)
-        return [" | ".join(tokens), scope_id, count, max(average, 1e-9), tokens, limit]
+    @staticmethod
+    def _statistics_sql(index: Index) -> str:
+        if index is MEMORY_INDEX:  # cached figures (``bm25``), passed in
+            return "SELECT %s::float8 AS n, %s::float8 AS avgdl"
+        return (
+            "SELECT count(*)::float8 AS n, greatest(coalesce(avg(s.length), 0)::float8, 1e-9) AS avgdl"
+            f" FROM {index.model._meta.db_table} s WHERE s.scope_id = %s"
+        )
+
+    def top_params(
+        self,
+        index: Index,
+        tokens: list[str],
+        scope_id: str,
+        limit: int,
+        memory: bm25.Statistics | None = None,
+    ) -> list[Any]:
+        if index is MEMORY_INDEX:
+            figures = memory or bm25.memory_statistics(scope_id)
+            stats: list[Any] = [figures.count, max(figures.average_length, 1e-9)]
+        else:
+            stats = [scope_id]
+        return [" | ".join(tokens), scope_id, *stats, tokens, limit]
 
     def relevance(self, raw: float) -> float:
         return float(raw)
+
+    def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
+        return bm25.memory_statistics(scope_id)
 
     def engine_problems(self, index: Index) -> list[str]:
         with connection.cursor() as cursor:
