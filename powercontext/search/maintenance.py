@@ -22,16 +22,18 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     error, when it is not: the vector index is derived and ``verify`` reports the gap)."""
     items = list(items)
     db = engine()
-    MemorySearchDocument.objects.bulk_create(
-        [
+    documents = []
+    for membership, text in items:
+        terms = analyzer.analyze(text)
+        documents.append(
             MemorySearchDocument(
                 membership_id=membership.pk,
                 scope_id=membership.scope_id,
-                terms=db.document_terms(membership.scope_id, analyzer.analyze(text)),
+                terms=db.document_terms(membership.scope_id, terms),
+                length=len(terms),
             )
-            for membership, text in items
-        ]
-    )
+        )
+    MemorySearchDocument.objects.bulk_create(documents)
     add_vectors((m.entry_version_id, m.scope_id, text) for m, text in items)
 
 
@@ -46,8 +48,10 @@ def index_experience_head(head: Artifact) -> None:
     """Make the Experience index row of ``head`` match its current ``searchable_text``."""
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
     if is_recallable_experience(head):
+        terms = head.searchable_text.split()
         ExperienceSearchDocument.objects.create(
             head_id=head.pk,
             scope_id=head.scope_id,
-            terms=engine().document_terms(head.scope_id, head.searchable_text.split()),
+            terms=engine().document_terms(head.scope_id, terms),
+            length=len(terms),
         )
