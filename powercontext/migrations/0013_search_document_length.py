@@ -42,7 +42,7 @@ def _fill(schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("powercontext", "0011_artifact_revision_searchable_text")]
+    dependencies = [("powercontext", "0012_prepare_aggregate")]
 
     operations = [
         migrations.SeparateDatabaseAndState(
