@@ -8,7 +8,7 @@ Every page costs a fixed number of queries, whatever the size of the queue: capp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from powercontext.models import Artifact
 from review import textmarks
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors.candidate import CandidateFacts, candidate_facts
+from review.selectors.similar import near_duplicate_flags
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -149,8 +150,8 @@ class QueueRow(CandidateFacts):
     stale: bool = False
     # Kinds of bidirectional / invisible characters in the proposal, reason or scope (textmarks).
     marks: tuple[str, ...] = ()
-    # Near-duplicate flag: filled by the near-duplicate detection (issue 13 item 11) when it
-    # provides a batched per-page lookup; None = not computed, and the row shows no flag.
+    # A pending Experience with a near-duplicate in its scope (``similar.near_duplicate_flags``);
+    # None = not computed (other families, decided rows).
     near_duplicate: bool | None = None
     # Decided rows: who decided, and when.
     reviewer: str | None = None
@@ -334,8 +335,9 @@ def queue_page(
         split=split,
     )
     heads = _target_heads(page.items)
+    duplicates = near_duplicate_flags(page.items)
     return QueuePage(
-        rows=[queue_row(c, heads=heads) for c in page.items],
+        rows=[replace(queue_row(c, heads=heads), near_duplicate=duplicates.get(c.pk)) for c in page.items],
         next_after=page.next_after,
         prev_before=page.prev_before,
         is_first=page.is_first,

@@ -22,6 +22,7 @@ from review import diff
 from review import services as review_services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors import queue as queue_selectors
+from review.selectors.similar import forget_digests
 from tests.powercontext.factories import make_memory
 from tests.review.conftest import (
     PASSWORD,
@@ -739,6 +740,9 @@ def test_the_queue_pages_by_keyset(viewer: User, monkeypatch: pytest.MonkeyPatch
 
 
 def _queries(client: Client, path: str) -> int:
+    """Queries of one GET, from a cold near-duplicate cache (review.selectors.similar reads the
+    pending versions it has not seen yet in one query), so counts never depend on test order."""
+    forget_digests()
     with CaptureQueriesContext(connection) as captured:
         response = client.get(path)
     assert response.status_code == 200
@@ -774,9 +778,10 @@ def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: Us
     assert _queries(client, url("queue") + "?assigned=me") == small_mine
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
     # Session, user, permissions (2), two capped family counts, the capped matching count, the
-    # page (one query per family; one in all with a family filter), the canned reasons and the
-    # scope suggestions.
-    assert small == 11, small
+    # page (one query per family; one in all with a family filter), the canned reasons, the
+    # scope suggestions and, for the pending Experiences' near-duplicate flag, the pending scan,
+    # the approved heads and the pending versions not yet cached.
+    assert small == 14, small
     assert _queries(client, url("queue") + "?family=skill") == 10
 
 
