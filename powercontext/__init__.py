@@ -1,5 +1,12 @@
 """PowerContext: project package and core domain."""
 
-from powercontext.celery import app as celery_app
+import os
+
+# One BLAS thread per process, set before NumPy loads: the only BLAS work is one matrix-vector
+# product per vector search (~0.2 ms at 10k entries), requests already run in parallel, and on
+# busy cores OpenBLAS's own threads turned that product into 20-40 ms. An operator's value wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from powercontext.celery import app as celery_app  # noqa: E402
 
 __all__ = ["celery_app"]

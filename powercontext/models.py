@@ -251,6 +251,8 @@ class MemorySearchDocument(models.Model):
     )
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
     terms = models.TextField()
+    # Number of index tokens (BM25's document length; PostgreSQL ranks with it, FTS5 keeps its own).
+    length = models.PositiveIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"memory search document #{self.pk}"
@@ -268,6 +270,7 @@ class ExperienceSearchDocument(models.Model):
     )
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
     terms = models.TextField()
+    length = models.PositiveIntegerField(default=0)  # as ``MemorySearchDocument.length``
 
     def __str__(self) -> str:
         return f"experience search document #{self.pk}"

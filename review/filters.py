@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import django_filters
 from django import forms
@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from powercontext import families
 from review.models import Candidate
+from review.selectors import queue as queue_selectors
+from review.selectors.queue import Sort
 
 # Proposal keys searched by the text filter (JSON key transforms, so non-ASCII text matches the
 # stored string rather than its escaped JSON form).
@@ -32,7 +34,7 @@ AGES: dict[str, tuple[str, str, timedelta]] = {
 ASSIGNED = {"me": "Assigned to me", "nobody": "Unassigned"}
 
 # The querystring keys the filter owns (kept when moving between queue and candidate pages).
-FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned")
+FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "sort")
 
 
 class CandidateQueueFilter(django_filters.FilterSet):
@@ -40,7 +42,10 @@ class CandidateQueueFilter(django_filters.FilterSet):
     family = django_filters.ChoiceFilter(
         choices=Candidate.Family.choices, label="Family", empty_label="All families"
     )
-    scope = django_filters.CharFilter(field_name="scope_id", label="Scope", max_length=256)
+    # Prefix match, case-insensitive: served by the candidate_scope_prefix index (migration 0003).
+    scope = django_filters.CharFilter(
+        field_name="scope_id", lookup_expr="istartswith", label="Scope", max_length=256
+    )
     q = django_filters.CharFilter(method="filter_text", label="Text", max_length=200)
     age = django_filters.ChoiceFilter(
         choices=[(key, label) for key, (label, _, _) in AGES.items()],
@@ -65,7 +70,9 @@ class CandidateQueueFilter(django_filters.FilterSet):
             data = data.copy()
             data["status"] = Candidate.Status.PENDING
         super().__init__(data, *args, **kwargs)
-        self.form.fields["scope"].widget = forms.TextInput(attrs={"placeholder": "exact scope id"})
+        self.form.fields["scope"].widget = forms.TextInput(
+            attrs={"placeholder": "scope id or its start", "list": "scope-suggestions", "autocomplete": "off"}
+        )
         self.form.fields["q"].widget = forms.TextInput(
             attrs={"placeholder": "words in the proposal", "type": "search"}
         )
@@ -92,6 +99,34 @@ class CandidateQueueFilter(django_filters.FilterSet):
         return queryset.filter(claim__claimed_by=user)
 
     @property
+    def sort(self) -> Sort:
+        """The requested order, or the status's default (see ``sort_problem``)."""
+        status = self.status_value
+        key = self.data.get("sort") if self.data is not None else None
+        if key in queue_selectors.sort_keys(status):
+            return queue_selectors.SORTS[key]
+        return queue_selectors.default_sort(status)
+
+    @property
+    def sort_problem(self) -> str | None:
+        """Why the requested sort was replaced by the default (None when it was not)."""
+        key = self.data.get("sort") if self.data is not None else None
+        if not key or key in queue_selectors.sort_keys(self.status_value):
+            return None
+        default = queue_selectors.default_sort(self.status_value)
+        return f"Unknown sort order for this list; showing “{default.label}” instead."
+
+    def without_family(self) -> QuerySet[Candidate] | None:
+        """The rows the other filters select, whatever the family (the family counts), or None
+        when the filters are invalid."""
+        if self.data is None or not self.is_valid():
+            return None
+        data = self.data.copy()
+        data.pop("family", None)
+        rows: QuerySet[Candidate] = CandidateQueueFilter(data, queryset=self.queryset).qs
+        return rows
+
+    @property
     def one_family(self) -> bool:
         """Whether the rows are already limited to one family (no per-family split needed)."""
         return bool(self.is_bound and self.is_valid() and self.form.cleaned_data.get("family"))
@@ -108,7 +143,14 @@ class CandidateQueueFilter(django_filters.FilterSet):
             return ""
         params = {}
         for key in FILTER_KEYS:
-            value = self.form.cleaned_data.get(key)
+            value = self.form.cleaned_data.get(key) if key != "sort" else self.sort.key
+            if key == "sort" and value == queue_selectors.default_sort(self.status_value).key:
+                continue
             if value and not (key == "status" and value == Candidate.Status.PENDING):
                 params[key] = value
+        return urlencode(params)
+
+    def querystring_without(self, *keys: str) -> str:
+        """``querystring()`` less some keys (links that set them anew)."""
+        params = [(k, v) for k, v in parse_qsl(self.querystring()) if k not in keys]
         return urlencode(params)

@@ -55,6 +55,9 @@ class Candidate(models.Model):
         indexes = [
             models.Index(fields=["status", "family", "id"], name="candidate_queue"),
             models.Index(fields=["scope_id", "status", "id"], name="candidate_scope_queue"),
+            # The queue sorted by scope. The case-insensitive prefix index that the scope filter
+            # uses is vendor-specific SQL (migration 0004_queue_density).
+            models.Index(fields=["status", "scope_id", "id"], name="candidate_status_scope"),
         ]
 
     def __str__(self) -> str:
@@ -103,6 +106,10 @@ class ReviewDecision(models.Model):
     )
     result_revision = models.PositiveIntegerField(null=True, blank=True)
     decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # The Approved / Rejected lists read newest decision first.
+        indexes = [models.Index(fields=["decided_at"], name="review_decision_decided")]
 
     def __str__(self) -> str:
         return f"decision on candidate #{self.candidate_id}: {self.decision}"

@@ -55,6 +55,12 @@ def kinds_in(text: str) -> frozenset[str]:
     return frozenset(Mark(char).kind for char in set(_MARKED.findall(text)))
 
 
+def plain(text: str) -> str:
+    """``text`` with each marked character replaced by its code in brackets (``⟨U+202E⟩``): for
+    places that take plain text only, such as attribute values."""
+    return _MARKED.sub(lambda match: f"⟨{Mark(match.group()).code}⟩", text)
+
+
 def pieces(text: str) -> list[str | Mark]:
     """``text`` as its runs of ordinary text (non-empty strings) and one ``Mark`` per marked
     character, in order: joining the strings and the marks' characters gives ``text`` back."""

@@ -3,6 +3,7 @@
 # database that may be wiped. Each pass: the in-process sections (manage.py bench), then the
 # HTTP section against gunicorn serving the same database (manage.py bench_http).
 # Results: bench-results/<vendor>.json and bench-results/<vendor>-http.json.
+# BENCH_SKIP_HTTP=1 skips the HTTP section, BENCH_SKIP_REVIEW=1 the review page and bulk approve.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -19,8 +20,10 @@ run_pass() {
   env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py migrate -v0
   env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py flush --noinput
   env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench --json "bench-results/${name}.json" "$@"
-  env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_page --json "bench-results/${name}-review-page.json"
-  env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_bulk_approve --json "bench-results/${name}-bulk-approve.json"
+  if [ "${BENCH_SKIP_REVIEW:-0}" != "1" ]; then
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_page --json "bench-results/${name}-review-page.json"
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_bulk_approve --json "bench-results/${name}-bulk-approve.json"
+  fi
   if [ "${BENCH_SKIP_HTTP:-0}" != "1" ]; then
     env -u CELERY_BROKER_URL DATABASE_URL="$url" .venv/bin/gunicorn powercontext.wsgi \
       -w "$BENCH_WORKERS" -b "127.0.0.1:${BENCH_HTTP_PORT}" --log-level warning &

@@ -1,8 +1,8 @@
 """Full-text search over derived index rows: SQLite FTS5 and PostgreSQL full text.
 
 Both backends index the same terms (``powercontext.analyzer``) as opaque, scope-keyed ASCII
-tokens, so they agree on what matches; each ranks with its own engine (FTS5 ``bm25``,
-PostgreSQL ``ts_rank_cd``). Scope and head filtering happen inside the one SQL statement that
+tokens, so they agree on what matches; both rank by BM25 (FTS5's ``bm25``; on PostgreSQL the
+same formula in SQL with per-scope statistics, ``bm25``). Scope and head filtering happen inside the one SQL statement that
 ranks, and that statement also reads the head revision, so every hit of one search cites the
 revision that statement saw.
 

@@ -1,7 +1,9 @@
 """Search engines by database vendor: how index rows are stored and how matches are ranked.
 
-SQLite keeps the terms in an FTS5 table and ranks with ``bm25``; PostgreSQL keeps a ``tsvector``
-with a GIN index and ranks with ``ts_rank_cd``. Both index the same scope-keyed tokens.
+SQLite keeps the terms in an FTS5 table and ranks with its ``bm25``; PostgreSQL keeps a
+``tsvector`` with a GIN index and ranks with the same BM25 formula and constants computed in SQL
+over the matched rows (per-scope statistics). Both index the same scope-keyed tokens, so they
+match the same rows and rank them alike.
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ from typing import Any
 from django.db import connection
 
 from powercontext import analyzer
-from powercontext.search.indexes import Index
+from powercontext.search import bm25
+from powercontext.search.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
+# FTS5's bm25() constants (fixed there: its arguments are column weights only), reproduced on
+# PostgreSQL so both engines rank alike; an IDF at or below zero counts as this tiny positive.
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_MIN_IDF = 1e-6
 
 
 def scope_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
@@ -44,11 +52,24 @@ class Engine:
         match stays that of the engine's own scoring."""
         raise NotImplementedError
 
-    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+    def top_params(
+        self,
+        index: Index,
+        tokens: list[str],
+        scope_id: str,
+        limit: int,
+        memory: bm25.Statistics | None = None,
+    ) -> list[Any]:
+        """Parameters of ``top_sql``; ``memory`` is the Memory index's BM25 figures where the
+        engine needs them from outside the statement (PostgreSQL)."""
         raise NotImplementedError
 
     def relevance(self, raw: float) -> float:
         raise NotImplementedError
+
+    def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
+        """The figures ``top_params`` needs for Memory, or None when the engine keeps its own."""
+        return None
 
     def engine_problems(self, index: Index) -> list[str]:
         return []
@@ -71,7 +92,14 @@ class SqliteEngine(Engine):
             f" WHERE {fts} MATCH %s ORDER BY relevance DESC, {fts}.rowid LIMIT %s"
         )
 
-    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
+    def top_params(
+        self,
+        index: Index,
+        tokens: list[str],
+        scope_id: str,
+        limit: int,
+        memory: bm25.Statistics | None = None,
+    ) -> list[Any]:
         return [" OR ".join(f'"{token}"' for token in tokens), limit]
 
     def relevance(self, raw: float) -> float:
@@ -104,18 +132,58 @@ class PostgresEngine(Engine):
         return " ".join(f"{token}:{','.join(map(str, sorted(set(p))))}" for token, p in positions.items())
 
     def top_sql(self, index: Index) -> str:
+        # BM25 as FTS5 computes it, over the matched rows only: the GIN index finds the rows
+        # holding any query token; a row's frequency of each query token is ts_rank_cd with all
+        # weights 1 and that token alone (one cover per position, so exactly its position
+        # count); document frequencies are counted over the same matched rows (tokens are
+        # scope-keyed, so they are the scope's); N and the average length are the scope's
+        # (Memory: cached figures from ``bm25``; Experience: counted here).
         docs, key = index.model._meta.db_table, index.key
         return (
-            f"SELECT t.{key} AS doc_key, ts_rank_cd(t.document, q.query) AS relevance"
-            f" FROM (SELECT %s::tsquery AS query) q, {docs} t"
-            f" WHERE t.document @@ q.query AND t.scope_id = %s ORDER BY relevance DESC, t.{key} LIMIT %s"
+            f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
+            f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
+            f" stats AS ({self._statistics_sql(index)}),"
+            f" tf AS (SELECT * FROM (SELECT m.doc_key, m.length, q.i,"
+            f" ts_rank_cd('{{1,1,1,1}}', m.document, q.term)::float8 AS tf"
+            f" FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
+            f" WHERE x.tf > 0),"
+            f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
+            f" SELECT tf.doc_key, sum("
+            f"greatest(ln((greatest(stats.n, df.n) - df.n + 0.5) / (df.n + 0.5)), {BM25_MIN_IDF})"
+            f" * tf.tf * {BM25_K1 + 1.0} / (tf.tf + {BM25_K1} * ({1.0 - BM25_B} + {BM25_B} * tf.length / stats.avgdl))"
+            f") AS relevance FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
+            f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
         )
 
-    def top_params(self, tokens: list[str], scope_id: str, limit: int) -> list[Any]:
-        return [" | ".join(tokens), scope_id, limit]
+    @staticmethod
+    def _statistics_sql(index: Index) -> str:
+        if index is MEMORY_INDEX:  # cached figures (``bm25``), passed in
+            return "SELECT %s::float8 AS n, %s::float8 AS avgdl"
+        return (
+            "SELECT count(*)::float8 AS n, greatest(coalesce(avg(s.length), 0)::float8, 1e-9) AS avgdl"
+            f" FROM {index.model._meta.db_table} s WHERE s.scope_id = %s"
+        )
+
+    def top_params(
+        self,
+        index: Index,
+        tokens: list[str],
+        scope_id: str,
+        limit: int,
+        memory: bm25.Statistics | None = None,
+    ) -> list[Any]:
+        if index is MEMORY_INDEX:
+            figures = memory or bm25.memory_statistics(scope_id)
+            stats: list[Any] = [figures.count, max(figures.average_length, 1e-9)]
+        else:
+            stats = [scope_id]
+        return [" | ".join(tokens), scope_id, *stats, tokens, limit]
 
     def relevance(self, raw: float) -> float:
         return float(raw)
+
+    def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
+        return bm25.memory_statistics(scope_id)
 
     def engine_problems(self, index: Index) -> list[str]:
         with connection.cursor() as cursor:

@@ -25,16 +25,18 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     signalled after commit and fills the gap (``search.pending``)."""
     items = list(items)
     db = engine()
-    MemorySearchDocument.objects.bulk_create(
-        [
+    documents = []
+    for membership, text in items:
+        terms = analyzer.analyze(text)
+        documents.append(
             MemorySearchDocument(
                 membership_id=membership.pk,
                 scope_id=membership.scope_id,
-                terms=db.document_terms(membership.scope_id, analyzer.analyze(text)),
+                terms=db.document_terms(membership.scope_id, terms),
+                length=len(terms),
             )
-            for membership, text in items
-        ]
-    )
+        )
+    MemorySearchDocument.objects.bulk_create(documents)
     if pending.is_async():
         for scope_id in sorted({m.scope_id for m, _ in items}):
             pending.signal_after_commit(scope_id)
@@ -53,8 +55,10 @@ def index_experience_head(head: Artifact) -> None:
     """Make the Experience index row of ``head`` match its current ``searchable_text``."""
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
     if is_recallable_experience(head):
+        terms = head.searchable_text.split()
         ExperienceSearchDocument.objects.create(
             head_id=head.pk,
             scope_id=head.scope_id,
-            terms=engine().document_terms(head.scope_id, head.searchable_text.split()),
+            terms=engine().document_terms(head.scope_id, terms),
+            length=len(terms),
         )

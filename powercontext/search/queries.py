@@ -24,6 +24,7 @@ from powercontext.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
+from powercontext.search import bm25
 from powercontext.search.engines import Engine, engine, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
@@ -69,6 +70,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("kind", "text"),
     ("text", "text"),
     ("head_revision", "integer"),
+    ("head_pk", "bigint"),  # Memory: the head's row id (BM25 figures are valid for one head)
     ("content", "jsonb"),
     ("relevance", "real"),
 )
@@ -105,12 +107,13 @@ class _Ranked:
             f" WHERE d.scope_id = %s AND {self.where}"
         )
 
-    @staticmethod
-    def params(db: Engine, scope_id: str, tokens: list[str], limit: int) -> list[Any]:
+    def params(
+        self, db: Engine, scope_id: str, tokens: list[str], limit: int, memory: bm25.Statistics | None
+    ) -> list[Any]:
         # The joins re-check scope and head: index rows exist only for the scope's current,
         # active rows, so these conditions never drop a row unless the index has drifted (which
         # ``verify_index`` reports).
-        return [*db.top_params(tokens, scope_id, limit), scope_id, scope_id]
+        return [*db.top_params(self.index, tokens, scope_id, limit, memory), scope_id, scope_id]
 
 
 _MEMORY_QUERY = _Ranked(
@@ -124,6 +127,7 @@ _MEMORY_QUERY = _Ranked(
         "kind": "v.kind",
         "text": "v.text",
         "head_revision": "a.current_revision",
+        "head_pk": "a.id",
     },
     f" JOIN {MemoryMembership._meta.db_table} m ON m.id = d.membership_id"
     f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
@@ -186,13 +190,21 @@ def _search(
         f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
     )
     sql += " ORDER BY src, relevance DESC, pk"
-    params: list[Any] = []
-    for ranked, limit in wanted:
-        params.extend(ranked.params(db, scope_id, tokens, limit))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [column[0] for column in cursor.description]
-        records = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    ranks_memory = any(ranked is _MEMORY_QUERY for ranked, _ in wanted)
+    for attempt in range(3):
+        figures = db.memory_statistics(scope_id) if ranks_memory else None
+        params: list[Any] = []
+        for ranked, limit in wanted:
+            params.extend(ranked.params(db, scope_id, tokens, limit, figures))
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            names = [column[0] for column in cursor.description]
+            records = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        seen = {(r["head_pk"], r["head_revision"]) for r in records if r["src"] == _MEMORY_QUERY.tag}
+        if figures is None or seen <= {figures.head} or attempt == 2:
+            break
+        # The Memory head moved since the figures were counted: count again, rank again.
+        bm25.forget(scope_id)
     memory: list[MemorySearchRow] = []
     experience: list[ExperienceSearchRow] = []
     for record in records:

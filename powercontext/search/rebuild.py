@@ -20,9 +20,10 @@ from powercontext.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
-from powercontext.search import embedding, vectors
+from powercontext.search import bm25, embedding, vectors
 from powercontext.search.engines import Engine, engine
 from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
+from powercontext.search.vector_backend import vector_backend
 
 EMBED_BATCH = 256
 
@@ -38,7 +39,9 @@ def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int
         batch: list[models.Model] = []
         for pk, doc_scope, terms in index.expected(scope):
             batch.append(
-                index.model(**{"pk": pk, "scope_id": doc_scope, "terms": db.document_terms(doc_scope, terms)})
+                index.model(
+                    pk=pk, scope_id=doc_scope, terms=db.document_terms(doc_scope, terms), length=len(terms)
+                )
             )
             if len(batch) >= REBUILD_BATCH:
                 index.model._default_manager.bulk_create(batch)
@@ -74,6 +77,7 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
                 # a full rebuild must converge whatever the index held.
                 index.model._default_manager.exclude(scope_id__in=scopes).delete()
                 db.repair_engine(index)
+    bm25.clear_cache()
     return written
 
 
@@ -95,6 +99,8 @@ class VerifyReport:
     # With POWERCONTEXT_EMBED_WRITES=async a missing vector is the embedder's lag, not damage:
     # counted here instead of ``vectors_missing`` and not making the report fail.
     vectors_pending: int = 0
+    # Which path vector search takes and whether pgvector is installed (``vector_backend``).
+    vector_search: dict[str, object] = field(default_factory=dict)
 
     @property
     def vectors_ok(self) -> bool:
@@ -120,6 +126,7 @@ class VerifyReport:
                 "extra": self.vectors_extra,
                 "mismatched": self.vectors_mismatched,
                 "pending": self.vectors_pending,
+                **self.vector_search,
             },
         }
 
@@ -150,7 +157,9 @@ def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine
     if scope_id is not None:
         actual_rows = actual_rows.filter(scope_id=scope_id)
     actual = (
-        actual_rows.order_by("pk").values_list("pk", "scope_id", "terms").iterator(chunk_size=REBUILD_BATCH)
+        actual_rows.order_by("pk")
+        .values_list("pk", "scope_id", "terms", "length")
+        .iterator(chunk_size=REBUILD_BATCH)
     )
     for want, have in _merge(index.expected(scope_id), actual):
         if want is None:
@@ -162,7 +171,7 @@ def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine
         if have is None:
             report.missing += 1
             drifted.add(scope)
-        elif have[1] != scope or have[2] != db.document_terms(scope, terms):
+        elif have[1] != scope or have[2] != db.document_terms(scope, terms) or have[3] != len(terms):
             report.mismatched += 1
             drifted.update({scope, have[1]})
     return drifted
@@ -173,7 +182,7 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
 
     The report carries counts only: no scope ids, entry ids or text.
     """
-    report = VerifyReport()
+    report = VerifyReport(vector_search=vector_backend().as_dict())
     db = engine()
     drifted = {index.name: _verify(index, scope_id, report, db) for index in INDEXES}
     model = embedding.embedder()
@@ -195,6 +204,7 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
         for index in broken:
             with transaction.atomic():
                 db.repair_engine(index)
+        bm25.clear_cache()
         report.repaired = True
     return report
 

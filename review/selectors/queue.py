@@ -8,15 +8,20 @@ Every page costs a fixed number of queries, whatever the size of the queue: capp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db import connection
+from django.db.models import Case, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce
 
 from powercontext import families
-from review.models import Candidate, CandidateVersion
+from powercontext.models import Artifact
+from review import textmarks
+from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors.candidate import CandidateFacts, candidate_facts
+from review.selectors.similar import near_duplicate_flags
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -50,13 +55,86 @@ class QueueCounts:
     pending_skill: CappedCount
 
 
-def queue_counts() -> QueueCounts:
-    """Pending candidates per family (two bounded counts on the ``candidate_queue`` index)."""
-    pending = Candidate.objects.filter(status=Candidate.Status.PENDING)
+def queue_counts(rows: QuerySet[Candidate] | None = None) -> QueueCounts:
+    """Candidates per family among ``rows`` (the queue's other filters; by default every pending
+    candidate): two bounded counts."""
+    if rows is None:
+        rows = Candidate.objects.filter(status=Candidate.Status.PENDING)
     return QueueCounts(
-        pending_experience=capped_count(pending.filter(family=Candidate.Family.EXPERIENCE)),
-        pending_skill=capped_count(pending.filter(family=Candidate.Family.SKILL)),
+        pending_experience=capped_count(rows.filter(family=Candidate.Family.EXPERIENCE)),
+        pending_skill=capped_count(rows.filter(family=Candidate.Family.SKILL)),
     )
+
+
+SCOPE_SUGGESTIONS = 100
+
+
+def scope_suggestions(limit: int | None = None) -> list[str]:
+    """Scope ids that have candidates, A-Z, at most ``limit`` (the scope filter's ``<datalist>``).
+
+    One query, a loose index scan: each step asks the ``candidate_scope_queue`` index for the
+    next scope id after the previous one, so it costs ``limit`` index lookups however many
+    candidates each scope holds (a plain ``DISTINCT`` reads every row of the index).
+    """
+    limit = SCOPE_SUGGESTIONS if limit is None else limit
+    table = connection.ops.quote_name(Candidate._meta.db_table)
+    sql = (
+        f"WITH RECURSIVE scopes(scope_id, n) AS ("  # noqa: S608 - the table name is ours, quoted
+        f" SELECT (SELECT MIN(scope_id) FROM {table}), 1"
+        f" UNION ALL SELECT (SELECT MIN(scope_id) FROM {table} WHERE scope_id > scopes.scope_id), n + 1"
+        f" FROM scopes WHERE scopes.scope_id IS NOT NULL AND n < %s"
+        f") SELECT scope_id FROM scopes WHERE scope_id IS NOT NULL ORDER BY n"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [limit])
+        return [row[0] for row in cursor.fetchall()]
+
+
+# --- sort orders ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sort:
+    """One order of the queue: ``field`` (or none) then the pk, both in one direction."""
+
+    key: str
+    label: str
+    field: str | None
+    descending: bool
+
+    def order(self, *, reverse: bool = False) -> list[str]:
+        sign = "-" if self.descending != reverse else ""
+        return [f"{sign}{name}" for name in (self.field, "pk") if name is not None]
+
+
+SORTS: dict[str, Sort] = {
+    "waiting": Sort("waiting", "Waiting longest", None, False),
+    "newest": Sort("newest", "Newest first", None, True),
+    "scope": Sort("scope", "Scope (A-Z)", "scope_id", False),
+    "decided": Sort("decided", "Decided most recently", "decision__decided_at", True),
+}
+
+
+def sort_keys(status: str) -> tuple[str, ...]:
+    """The sorts offered for a status, the default first: pending work waits in line, decided
+    candidates read by decision time."""
+    if status == Candidate.Status.PENDING:
+        return ("waiting", "newest", "scope")
+    return ("decided", "newest", "waiting", "scope")
+
+
+def default_sort(status: str) -> Sort:
+    return SORTS[sort_keys(status)[0]]
+
+
+def _past(sort: Sort, pk: int, *, forward: bool) -> Q:
+    """Rows that come after (``forward``) or before the row ``pk`` in ``sort`` order. The row's
+    own sort value is read by a subquery, so a cursor stays a bare pk and costs no query."""
+    op = "gt" if forward != sort.descending else "lt"
+    if sort.field is None:
+        return Q(**{f"pk__{op}": pk})
+    anchor = Subquery(Candidate.objects.filter(pk=pk).values(sort.field)[:1])
+    return Q(**{f"{sort.field}__{op}": anchor}) | Q(**{sort.field: anchor, f"pk__{op}": pk})
 
 
 # --- the queue ----------------------------------------------------------------------------------
@@ -68,6 +146,16 @@ class QueueRow(CandidateFacts):
     subtitle: str
     evidence_count: int
     has_target: bool
+    # A pending update whose target Artifact moved on (or is gone): Approve is refused until rebased.
+    stale: bool = False
+    # Kinds of bidirectional / invisible characters in the proposal, reason or scope (textmarks).
+    marks: tuple[str, ...] = ()
+    # A pending Experience with a near-duplicate in its scope (``similar.near_duplicate_flags``);
+    # None = not computed (other families, decided rows).
+    near_duplicate: bool | None = None
+    # Decided rows: who decided, and when.
+    reviewer: str | None = None
+    decided_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -100,39 +188,87 @@ def _titles(family: str, proposal: dict[str, Any]) -> tuple[str, str]:
     return _first_line(proposal.get(spec.title_field, "")), _first_line(proposal.get(spec.subtitle_field, ""))
 
 
-def queue_row(candidate: Candidate) -> QueueRow:
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    return []
+
+
+def _marks(candidate: Candidate, proposal: dict[str, Any]) -> tuple[str, ...]:
+    latest = candidate.latest
+    texts = [candidate.scope_id, *_texts(proposal), (latest.reason or "") if latest else ""]
+    return tuple(sorted(textmarks.kinds_in("\n".join(texts))))
+
+
+def _decision_of(candidate: Candidate) -> ReviewDecision | None:
+    try:
+        return candidate.decision
+    except ReviewDecision.DoesNotExist:
+        return None
+
+
+def queue_row(candidate: Candidate, *, heads: dict[tuple[str, str, str], int] | None = None) -> QueueRow:
+    """One display row. ``heads``: current revisions of the page's update targets (see
+    ``_target_heads``); a decided candidate needs ``decision__reviewer`` selected."""
     latest = candidate.latest
     proposal = latest.proposal if latest is not None and isinstance(latest.proposal, dict) else {}
     title, subtitle = _titles(candidate.family, proposal)
+    target = latest.target if latest is not None and isinstance(latest.target, dict) else None
+    stale = False
+    if target is not None and heads is not None and candidate.status == Candidate.Status.PENDING:
+        current = heads.get((candidate.scope_id, candidate.family, str(target.get("artifact_id"))))
+        stale = current is None or current != target.get("revision")
+    decision = _decision_of(candidate) if candidate.status != Candidate.Status.PENDING else None
     return QueueRow(
         **candidate_facts(candidate),
         title=title,
         subtitle=subtitle,
         evidence_count=len(latest.source_refs or []) + len(latest.artifact_refs or []) if latest else 0,
-        has_target=bool(latest and latest.target),
+        has_target=target is not None,
+        stale=stale,
+        marks=_marks(candidate, proposal),
+        reviewer=decision.reviewer.get_username() if decision is not None else None,
+        decided_at=decision.decided_at if decision is not None else None,
     )
 
 
-def ascending_for(status: str) -> bool:
-    """Pending work is first-in first-out; decided candidates read newest first."""
-    return status == Candidate.Status.PENDING
+def _target_heads(candidates: list[Candidate]) -> dict[tuple[str, str, str], int]:
+    """Current revisions of the Artifacts that the page's pending updates target: one query for
+    the whole page (none when it holds no pending update)."""
+    keys = {
+        (c.scope_id, c.family, str(c.latest.target.get("artifact_id")))
+        for c in candidates
+        if c.status == Candidate.Status.PENDING and c.latest is not None and isinstance(c.latest.target, dict)
+    }
+    if not keys:
+        return {}
+    match = Q(pk__in=[])
+    for scope_id, family, artifact_id in keys:
+        match |= Q(scope_id=scope_id, family=family, artifact_id=artifact_id)
+    rows = Artifact.objects.filter(match).values_list("scope_id", "family", "artifact_id", "current_revision")
+    return {(scope_id, family, artifact_id): revision for scope_id, family, artifact_id, revision in rows}
 
 
 def _first_rows(
-    rows: QuerySet[Candidate], condition: dict[str, Any], order: str, count: int, split: bool
+    rows: QuerySet[Candidate], condition: Q, sort: Sort, count: int, split: bool, *, reverse: bool = False
 ) -> list[Candidate]:
-    """The first ``count`` rows in ``order`` (``"pk"`` or ``"-pk"``).
+    """The first ``count`` rows in ``sort`` order (``reverse``: the opposite order).
 
-    With ``split``, one query per family, merged: each then walks the ``candidate_queue`` index
-    ``(status, family, id)`` in order and stops at the limit, where a single query over all
-    families would sort every pending row (SQLite does) before applying the limit.
+    With ``split`` (and a pk-only order), one query per family, merged: each then walks the
+    ``candidate_queue`` index ``(status, family, id)`` in order and stops at the limit, where a
+    single query over all families would sort every pending row (SQLite does) before the limit.
     """
-    if not split:
-        return list(rows.filter(**condition).order_by(order)[:count])
+    order = sort.order(reverse=reverse)
+    if not split or sort.field is not None:
+        return list(rows.filter(condition).order_by(*order)[:count])
     found: list[Candidate] = []
     for family in Candidate.Family.values:
-        found.extend(rows.filter(family=family, **condition).order_by(order)[:count])
-    found.sort(key=lambda c: c.pk, reverse=order.startswith("-"))
+        found.extend(rows.filter(condition, family=family).order_by(*order)[:count])
+    found.sort(key=lambda c: c.pk, reverse=order[0].startswith("-"))
     return found[:count]
 
 
@@ -140,19 +276,20 @@ def keyset_page(
     rows: QuerySet[Candidate],
     *,
     ascending: bool = True,
+    sort: Sort | None = None,
     after: int | None = None,
     before: int | None = None,
     size: int = PAGE_SIZE,
     split: bool = False,
 ) -> Page:
-    """One keyset page of ``rows`` (already filtered). ``after``: the page that follows the row
-    with that pk in display order; ``before``: the page that precedes it. ``split``: the rows are
-    not filtered to one family (see ``_first_rows``)."""
-    forward, backward = ("pk", "-pk") if ascending else ("-pk", "pk")
-    past, until = ("pk__gt", "pk__lt") if ascending else ("pk__lt", "pk__gt")
-    rows = rows.select_related("latest")
+    """One keyset page of ``rows`` (already filtered) in ``sort`` order (by default by pk,
+    ``ascending`` or not). ``after``: the page that follows the row with that pk in display
+    order; ``before``: the page that precedes it. ``split``: the rows are not filtered to one
+    family (see ``_first_rows``)."""
+    if sort is None:
+        sort = SORTS["waiting"] if ascending else SORTS["newest"]
     if before is not None:
-        found = _first_rows(rows, {until: before}, backward, size + 1, split)
+        found = _first_rows(rows, _past(sort, before, forward=False), sort, size + 1, split, reverse=True)
         more_before = len(found) > size
         page = list(reversed(found[:size]))
         return Page(
@@ -161,7 +298,8 @@ def keyset_page(
             prev_before=page[0].pk if page and more_before else None,
             is_first=not more_before,
         )
-    found = _first_rows(rows, {past: after} if after is not None else {}, forward, size + 1, split)
+    condition = _past(sort, after, forward=True) if after is not None else Q()
+    found = _first_rows(rows, condition, sort, size + 1, split)
     page = found[:size]
     return Page(
         items=page,
@@ -174,28 +312,69 @@ def keyset_page(
 def queue_page(
     rows: QuerySet[Candidate],
     *,
-    ascending: bool,
+    sort: Sort,
     after: int | None = None,
     before: int | None = None,
     size: int | None = None,
     split: bool = True,
+    decided: bool = False,
 ) -> QueuePage:
-    """The Inbox queue: one keyset page as display rows (one query per family when split), with
-    each row's claimant joined in the same query."""
+    """The Inbox queue: one keyset page as display rows (one query per family when split, and
+    one for the current heads of the page's pending updates, if any), each row's claimant joined
+    in the same query. ``decided``: the rows are decided, and carry their reviewer and decision
+    time (joined, no extra query)."""
+    related = ["latest", "claim__claimed_by"]
+    if decided:
+        related += ["decision", "decision__reviewer"]
     page = keyset_page(
-        rows.select_related("claim__claimed_by"),
-        ascending=ascending,
+        rows.select_related(*related),
+        sort=sort,
         after=after,
         before=before,
         size=PAGE_SIZE if size is None else size,
         split=split,
     )
+    heads = _target_heads(page.items)
+    duplicates = near_duplicate_flags(page.items)
     return QueuePage(
-        rows=[queue_row(c) for c in page.items],
+        rows=[replace(queue_row(c, heads=heads), near_duplicate=duplicates.get(c.pk)) for c in page.items],
         next_after=page.next_after,
         prev_before=page.prev_before,
         is_first=page.is_first,
     )
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a candidate stands in a queue: ``number`` of ``total`` (None: not among the first
+    ``COUNT_CAP`` rows, or not in this queue at all)."""
+
+    number: int | None
+    total: CappedCount
+    in_queue: bool
+
+
+def queue_position(rows: QuerySet[Candidate], pk: int, *, sort: Sort, cap: int | None = None) -> Position:
+    """ "12 of 34": one bounded query over the first ``cap + 1`` rows in display order."""
+    cap = COUNT_CAP if cap is None else cap
+    one, zero = Value(1), Value(0)
+    found = (
+        rows.annotate(
+            is_before=Case(
+                When(_past(sort, pk, forward=False), then=one), default=zero, output_field=IntegerField()
+            ),
+            is_here=Case(When(pk=pk, then=one), default=zero, output_field=IntegerField()),
+        )
+        .order_by(*sort.order())[: cap + 1]
+        .aggregate(
+            total=Count("pk"),
+            before=Coalesce(Sum("is_before"), zero),
+            here=Coalesce(Sum("is_here"), zero),
+        )
+    )
+    total = CappedCount(value=min(found["total"], cap), more=found["total"] > cap)
+    here = bool(found["here"])
+    return Position(number=found["before"] + 1 if here else None, total=total, in_queue=here or total.more)
 
 
 def candidate_rows(*, scope_id: str, status: str, family: str | None) -> QuerySet[Candidate]:
@@ -210,12 +389,11 @@ def candidate_page(rows: QuerySet[Candidate], *, after: int | None, size: int) -
 
 
 def neighbour(
-    rows: QuerySet[Candidate], pk: int, *, ascending: bool, forward: bool = True, split: bool = True
+    rows: QuerySet[Candidate], pk: int, *, sort: Sort, forward: bool = True, split: bool = True
 ) -> int | None:
-    """The pk of the row after (or before) ``pk`` in display order, or None."""
-    after = ascending == forward
-    lookup = "pk__gt" if after else "pk__lt"
-    found = _first_rows(rows.only("pk"), {lookup: pk}, "pk" if after else "-pk", 1, split)
+    """The pk of the row after (or before) ``pk`` in ``sort`` order, or None."""
+    condition = _past(sort, pk, forward=forward)
+    found = _first_rows(rows.only("pk"), condition, sort, 1, split, reverse=not forward)
     return found[0].pk if found else None
 
 

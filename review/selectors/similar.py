@@ -11,18 +11,20 @@ page lists the best matches with a one-click "Reject as duplicate of ...".
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from threading import Lock
 from typing import Any
 
 from powercontext import analyzer, families, search
+from powercontext.selectors.artifacts import recallable_experience_heads
 from review.models import Candidate, CandidateVersion
 
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of analyzer terms at or above which two Experiences are one
 PENDING_SCAN = 500  # newest pending candidates of the scope compared (one query)
 APPROVED_SEARCH = 8  # ranked approved heads compared
+APPROVED_SCAN = 500  # newest approved heads of a queue page's scopes compared by the row flag
 SHOWN = 5  # matches the candidate page lists
 SHOWN_FLOOR = 0.2  # below this similarity a match is not worth a reviewer's look
 
@@ -86,6 +88,12 @@ class _Digest:
 _DIGESTS: OrderedDict[tuple[str, int], _Digest] = OrderedDict()
 _DIGESTS_MAX = 2 * PENDING_SCAN
 _DIGESTS_LOCK = Lock()
+
+
+def forget_digests() -> None:
+    """Empty the process cache (tests measure query counts from a cold cache)."""
+    with _DIGESTS_LOCK:
+        _DIGESTS.clear()
 
 
 def _digests(versions: list[tuple[str, int, int]]) -> dict[tuple[str, int], _Digest]:
@@ -226,3 +234,61 @@ def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Simil
         replace(s, candidate_pk=approvers.get((s.artifact_pk, s.revision))) if s.status == "approved" else s
         for s in shown
     ]
+
+
+def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, bool]:
+    """The queue's row flag: for each pending Experience candidate of one page (``latest``
+    selected), whether a pending candidate or an approved Experience of its scope is a near-
+    duplicate of it (its own target excluded).
+
+    The same rule as ``similar_experiences`` with the search replaced by a bounded scan, so the
+    page costs a fixed number of queries whatever its size: the newest ``PENDING_SCAN`` pending
+    Experiences and ``APPROVED_SCAN`` approved heads of the page's scopes, plus one for pending
+    versions not yet in the process cache. A match outside those windows goes unflagged (the
+    candidate page searches the whole scope)."""
+    page = [
+        c
+        for c in candidates
+        if c.family == Candidate.Family.EXPERIENCE and c.status == Candidate.Status.PENDING and c.latest_id
+    ]
+    if not page:
+        return {}
+    scopes = sorted({c.scope_id for c in page})
+    pending = list(
+        Candidate.objects.filter(
+            scope_id__in=scopes,
+            family=Candidate.Family.EXPERIENCE,
+            status=Candidate.Status.PENDING,
+            latest__isnull=False,
+        )
+        .order_by("-pk")
+        .values_list("pk", "scope_id", "candidate_id", "version", "latest_id")[:PENDING_SCAN]
+    )
+    scanned = {row[0] for row in pending}
+    pending += [
+        (c.pk, c.scope_id, c.candidate_id, c.version, c.latest_id or 0) for c in page if c.pk not in scanned
+    ]
+    digests = _digests([(candidate_id, number, latest) for _, _, candidate_id, number, latest in pending])
+    others: defaultdict[str, list[tuple[int | str, frozenset[str]]]] = defaultdict(list)
+    for pk, scope_id, candidate_id, number, _ in pending:
+        if (digest := digests.get((candidate_id, number))) is not None:
+            others[scope_id].append((pk, digest.terms))
+    heads = (
+        recallable_experience_heads()
+        .filter(scope_id__in=scopes)
+        .order_by("-pk")
+        .values_list("scope_id", "artifact_id", "searchable_text")[:APPROVED_SCAN]
+    )
+    for scope_id, artifact_id, text in heads:
+        others[scope_id].append((artifact_id, frozenset(text.split())))
+    flags: dict[int, bool] = {}
+    for candidate in page:
+        digest = digests.get((candidate.candidate_id, candidate.version))
+        latest = candidate.latest
+        target = latest.target.get("artifact_id") if latest and isinstance(latest.target, dict) else None
+        mine = digest.terms if digest is not None else frozenset()
+        flags[candidate.pk] = bool(mine) and any(
+            key not in (candidate.pk, target) and similarity(mine, theirs) >= NEAR_DUPLICATE
+            for key, theirs in others[candidate.scope_id]
+        )
+    return flags

@@ -18,7 +18,7 @@ from django.template.context import Context
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
-from review.textmarks import KIND_LABELS, Mark, has_marks, kinds_in, pieces
+from review.textmarks import KIND_LABELS, Mark, has_marks, kinds_in, pieces, plain
 
 register = template.Library()
 
@@ -86,6 +86,12 @@ def record_marks(context: Context, kinds: frozenset[str], *label: Any) -> None:
 @register.filter(is_safe=True)
 def textmarks(value: Any) -> SafeString:
     return render_marked(value)
+
+
+@register.filter
+def textmarks_plain(value: Any) -> str:
+    """For attribute values: each marked character as plain ``⟨U+202E⟩`` text (autoescaped)."""
+    return plain("" if value is None else str(value))
 
 
 @register.simple_tag(takes_context=True)

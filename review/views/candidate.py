@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
 from powercontext.exceptions import (
@@ -33,6 +34,7 @@ from review.views.common import (
     action_login_required,
     can_review,
     candidate_url,
+    decided_url,
     filterset_for,
     forbidden_page,
     not_found_page,
@@ -54,14 +56,12 @@ def _candidate_context(
 ) -> dict[str, Any]:
     summary = candidate_selectors.candidate_summary(candidate)
     filterset = filterset_for(request)
-    next_pk = prev_pk = None
+    next_pk = prev_pk = position = None
     if filterset.is_valid():
-        ascending = queue_selectors.ascending_for(filterset.status_value)
-        split = not filterset.one_family
-        next_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, ascending=ascending, split=split)
-        prev_pk = queue_selectors.neighbour(
-            filterset.qs, candidate.pk, ascending=ascending, forward=False, split=split
-        )
+        sort, split = filterset.sort, not filterset.one_family
+        next_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, sort=sort, split=split)
+        prev_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, sort=sort, forward=False, split=split)
+        position = queue_selectors.queue_position(filterset.qs, candidate.pk, sort=sort)
     evidence = None
     if summary.latest is not None:
         evidence = evidence_selectors.evidence_resolve(
@@ -79,6 +79,8 @@ def _candidate_context(
         "filter_qs": filterset.querystring(),
         "next_pk": next_pk,
         "prev_pk": prev_pk,
+        "position": position,
+        "queue_status": filterset.status_value,
         "can_review": can_review(request),
         "approve_form": approve_form or ApproveForm(initial=initial),
         "reject_form": reject_form or RejectForm(initial=initial),
@@ -140,10 +142,7 @@ def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
     qs = filterset.querystring()
     if filterset.is_valid():
         next_pk = queue_selectors.neighbour(
-            filterset.qs,
-            pk,
-            ascending=queue_selectors.ascending_for(filterset.status_value),
-            split=not filterset.one_family,
+            filterset.qs, pk, sort=filterset.sort, split=not filterset.one_family
         )
         if next_pk is not None:
             return HttpResponseRedirect(candidate_url(next_pk, qs))
@@ -167,7 +166,7 @@ def _decide(
     *,
     action: str,
     form_class: type[ApproveForm] | type[RejectForm],
-    decide: Callable[[Candidate, dict[str, Any]], str],
+    decide: Callable[[Candidate, dict[str, Any]], SafeString],
 ) -> HttpResponse:
     """Approve and reject: load, validate the form, call the service, then go on to the next
     candidate (or back to the candidate page with the form's errors, or the 409 conflict page).
@@ -223,10 +222,15 @@ def _decide(
 PAST = {"approve": "approved", "reject": "rejected"}
 
 
+def _with_result_link(message: str, url: str) -> SafeString:
+    """A decision's message, linking to the decided candidate (its decision and result)."""
+    return format_html('{} <a href="{}" data-result>View the result</a>', message, url)
+
+
 @action_login_required
 @require_http_methods(["GET", "POST"])
 def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
-    def approve(candidate: Candidate, data: dict[str, Any]) -> str:
+    def approve(candidate: Candidate, data: dict[str, Any]) -> SafeString:
         approved = services.candidate_approve(
             scope_id=candidate.scope_id,
             candidate_id=candidate.candidate_id,
@@ -237,7 +241,7 @@ def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
         if approved.result_head is not None:
             head = approved.result_head
             message += f" as {head.family}/{head.artifact_id} revision {approved.result_revision}"
-        return message + "."
+        return _with_result_link(message + ".", decided_url(pk, Candidate.Status.APPROVED))
 
     return _decide(request, pk, action="approve", form_class=ApproveForm, decide=approve)
 
@@ -245,7 +249,7 @@ def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
 @action_login_required
 @require_http_methods(["GET", "POST"])
 def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
-    def reject(candidate: Candidate, data: dict[str, Any]) -> str:
+    def reject(candidate: Candidate, data: dict[str, Any]) -> SafeString:
         services.candidate_reject(
             scope_id=candidate.scope_id,
             candidate_id=candidate.candidate_id,
@@ -253,7 +257,8 @@ def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
             reason=data["reason"],
             reviewer=reviewer_of(request),
         )
-        return f"Rejected candidate #{pk} (version {data['expected_version']})."
+        message = f"Rejected candidate #{pk} (version {data['expected_version']})."
+        return _with_result_link(message, decided_url(pk, Candidate.Status.REJECTED))
 
     return _decide(request, pk, action="reject", form_class=RejectForm, decide=reject)
 

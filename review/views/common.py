@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.auth.models import User
@@ -52,6 +53,11 @@ def with_qs(url: str, qs: str) -> str:
 
 def candidate_url(pk: int, qs: str = "") -> str:
     return with_qs(reverse("review:candidate", args=[pk]), qs)
+
+
+def decided_url(pk: int, status: str) -> str:
+    """The candidate page of a just-decided candidate, within the list it now belongs to."""
+    return candidate_url(pk, urlencode({"status": status}))
 
 
 def action_login_required(

@@ -35,30 +35,42 @@ from review.views.common import (
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     filterset = filterset_for(request)
-    status = filterset.status_value if filterset.is_valid() else ""
-    if filterset.is_valid():
+    valid = filterset.is_valid()
+    status = filterset.status_value if valid else ""
+    sort = filterset.sort
+    if valid:
         rows = filterset.qs
         page = queue_selectors.queue_page(
             rows,
-            ascending=queue_selectors.ascending_for(status),
+            sort=sort,
             after=small_int(request.GET.get("after")),
             before=small_int(request.GET.get("before")),
             split=not filterset.one_family,
+            decided=status != Candidate.Status.PENDING,
         )
         matching = queue_selectors.capped_count(rows)
     else:
         page = queue_selectors.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
         matching = queue_selectors.CappedCount(0, False)
+    family_rows = filterset.without_family()
     return render(
         request,
         "review/queue.html",
         {
             "filter_form": filterset.form,
             "filter_qs": filterset.querystring(),
+            "family_qs": filterset.querystring_without("family"),
             "status": status,
+            "sort": sort,
+            "sorts": [
+                queue_selectors.SORTS[key] for key in queue_selectors.sort_keys(filterset.status_value)
+            ],
+            "sort_problem": filterset.sort_problem,
             "page": page,
             "matching": matching,
-            "counts": queue_selectors.queue_counts(),
+            "counts": queue_selectors.queue_counts(family_rows),
+            "count_word": filterset.status_value,
+            "scopes": queue_selectors.scope_suggestions(),
             "can_review": can_review(request),
             "bulk": can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
             "bulk_max": queue_selectors.BULK_MAX,

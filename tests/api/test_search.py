@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
+from powercontext import analyzer
 from tests.api.helpers import (
     assert_error,
     assert_invalid,
@@ -120,6 +122,64 @@ def test_a_question_ranks_by_its_content_words_not_its_stop_words(api: Any) -> N
     hits = hit_texts(api, "What did Bob do about kayaking?")
 
     assert hits == ["Bob went kayaking on the lake"]
+
+
+def _bm25(texts: list[str], query: str) -> list[float]:
+    """Okapi BM25 as SQLite FTS5 computes it (k1 1.2, b 0.75, IDF floored at 1e-6, N and the
+    average length over the given documents), from the analyzer's index terms."""
+    docs = [analyzer.index_terms(analyzer.analyze(text)) for text in texts]
+    terms = analyzer.query_terms(query)
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    scores = []
+    for doc in docs:
+        score = 0.0
+        for term in terms:
+            tf = doc.count(term)
+            if tf:
+                df = sum(1 for other in docs if term in other)
+                idf = max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(doc) / avgdl))
+        scores.append(score)
+    return scores
+
+
+def test_both_engines_rank_by_bm25_rare_terms_and_short_entries_first(api: Any) -> None:
+    # Each engine ranks alike: a term in most entries weighs (almost) nothing however often it
+    # repeats, a rare term decides, and among equal matches the shorter entry ranks first.
+    texts = [
+        "deploy deploy deploy deploy the service",
+        "deploy the service on friday after the long weekly review of everything",
+        "deploy on friday",
+        "deploy the docs",
+        "deploy the site",
+        "rollback deploy",
+        *FILLER,
+    ]
+    make_memory(api, SCOPE, *texts)
+    query = "deploy rollback friday"
+    expected = _bm25(texts, query)
+    matching = sorted((i for i, score in enumerate(expected) if score > 0), key=lambda i: (-expected[i], i))
+
+    hits = api.search(SCOPE, query, limit=20)["hits"]
+
+    assert [hit["text"] for hit in hits] == [texts[i] for i in matching]
+    assert hits[0]["text"] == "rollback deploy"
+    assert hits[1]["text"] == "deploy on friday"
+    for hit, i in zip(hits, matching, strict=True):
+        assert hit["score"] == pytest.approx(expected[i] / (1 + expected[i]), rel=1e-5)
+
+    # The statistics follow writes: more entries with "rollback" lower its weight.
+    more = ["rollback the release", "rollback plan ready"]
+    make_memory(api, SCOPE, *more)
+    texts += more
+    expected = _bm25(texts, query)
+    by_text = {text: score for text, score in zip(texts, expected, strict=True)}
+
+    hits = api.search(SCOPE, query, limit=20)["hits"]
+
+    assert len(hits) == sum(1 for score in expected if score > 0)
+    for hit in hits:
+        assert hit["score"] == pytest.approx(by_text[hit["text"]] / (1 + by_text[hit["text"]]), rel=1e-5)
 
 
 def test_a_query_of_only_stop_words_still_matches_them(api: Any) -> None:

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 
 from powercontext.exceptions import CandidateNotFound, CandidateTerminal
 from review import services
 from review.models import Candidate, CandidateClaim
 from tests.review.conftest import approve, make_candidate, make_user, revise
+from tests.review.test_inbox_views import _queries
 
 pytestmark = pytest.mark.django_db
 
@@ -267,13 +266,6 @@ def test_assign_to_me_from_the_queue_returns_to_the_queue(alice: User) -> None:
 
 
 # --- query counts ------------------------------------------------------------------------------
-
-
-def _queries(client: Client, path: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        response = client.get(path)
-    assert response.status_code == 200
-    return len(captured.captured_queries)
 
 
 def test_claims_keep_the_queue_and_candidate_page_at_a_constant_query_count(alice: User, bob: User) -> None:

@@ -215,7 +215,7 @@ def test_moving_on_sends_the_held_decision_first(reviewer: User, live_server: An
         page.get_by_label("Reject reason").fill(REASON)
         page.get_by_role("button", name="Reject", exact=True).click()
         expect(page.locator("#undo-toast")).to_contain_text(f"Rejected #{second.pk}")
-        page.get_by_role("link", name="← Queue").click()
+        page.get_by_role("link", name="← Pending queue").click()
         expect(page.get_by_role("heading", name="Pending candidates")).to_be_visible()
         expect(page.get_by_text(f"Rejected candidate #{second.pk} (version 1)")).to_be_visible()
         expect(page.locator("tr[data-queue-row]")).to_have_count(1)
@@ -351,3 +351,31 @@ def test_a_bulk_approve_is_held_undone_with_the_selection_kept_then_sent_on_expi
     assert posts_in_window == posts_after_undo == []
     assert dialogs == []
     assert _status(first, second, third) == ["approved", "approved", "pending"]
+
+
+def test_assign_to_me_in_the_queue_is_not_held_as_a_decision(reviewer: User, live_server: Any) -> None:
+    """The queue's "Assign to me" is a button of the bulk form with its own formaction: it posts
+    to the claim URL at once, never behind the toast and never to the bulk decision URL."""
+    from playwright.sync_api import expect
+
+    first, second = _candidates(2)
+    with chromium() as browser:
+        watch = Watch(browser, live_server.url)
+        page = watch.page
+        page.goto("/review/")
+        row = page.locator(f"tr[data-queue-row][data-pk='{first.pk}']")
+        row.get_by_role("button", name=re.compile("Assign to me")).click()
+        expect(row.locator("[data-claimant]")).to_contain_text("you")
+        toast_text = page.locator("#undo-toast").inner_text()
+        posts = list(watch.posts)
+        dialogs = watch.dialogs
+
+    assert "Decided" not in toast_text
+    assert [url.split("?")[0].removeprefix(live_server.url) for url in posts] == [
+        f"/review/candidates/{first.pk}/claim/"
+    ]
+    assert dialogs == []
+    assert _status(first, second) == ["pending", "pending"]
+    claimed = Candidate.objects.select_related("claim__claimed_by").get(pk=first.pk)
+    assert claimed.claim.claimed_by == reviewer
+    assert not Candidate.objects.filter(pk=second.pk, claim__isnull=False).exists()

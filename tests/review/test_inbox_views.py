@@ -22,6 +22,7 @@ from review import diff
 from review import services as review_services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors import queue as queue_selectors
+from review.selectors.similar import forget_digests
 from tests.powercontext.factories import make_memory
 from tests.review.conftest import (
     PASSWORD,
@@ -649,13 +650,16 @@ def test_the_family_filter(viewer: User) -> None:
     assert rows_of(client_for(viewer).get(url("queue") + "?family=skill")) == [wanted.pk]
 
 
-def test_the_scope_filter_is_exact_and_case_sensitive(viewer: User) -> None:
+def test_the_scope_filter_matches_a_prefix_whatever_the_case(viewer: User) -> None:
     lower = make_candidate("repo")
     upper = make_candidate("Repo")
+    other = make_candidate("repository-2")
+    make_candidate("acme/repo")
     client = client_for(viewer)
-    assert rows_of(client.get(url("queue") + "?scope=repo")) == [lower.pk]
-    assert rows_of(client.get(url("queue") + "?scope=Repo")) == [upper.pk]
-    assert rows_of(client.get(url("queue") + "?scope=rep")) == []
+    assert rows_of(client.get(url("queue") + "?scope=repo")) == [lower.pk, upper.pk, other.pk]
+    assert rows_of(client.get(url("queue") + "?scope=REPOS")) == [other.pk]
+    assert rows_of(client.get(url("queue") + "?scope=rep%25")) == []
+    assert rows_of(client.get(url("queue") + "?scope=epo")) == []
 
 
 def test_the_text_filter_searches_proposals_reasons_and_ids(viewer: User) -> None:
@@ -736,6 +740,9 @@ def test_the_queue_pages_by_keyset(viewer: User, monkeypatch: pytest.MonkeyPatch
 
 
 def _queries(client: Client, path: str) -> int:
+    """Queries of one GET, from a cold near-duplicate cache (review.selectors.similar reads the
+    pending versions it has not seen yet in one query), so counts never depend on test order."""
+    forget_digests()
     with CaptureQueriesContext(connection) as captured:
         response = client.get(path)
     assert response.status_code == 200
@@ -771,9 +778,11 @@ def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: Us
     assert _queries(client, url("queue") + "?assigned=me") == small_mine
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
     # Session, user, permissions (2), two capped family counts, the capped matching count, the
-    # page (one query per family; one in all with a family filter) and the canned reasons.
-    assert small == 10, small
-    assert _queries(client, url("queue") + "?family=skill") == 9
+    # page (one query per family; one in all with a family filter), the canned reasons, the
+    # scope suggestions and, for the pending Experiences' near-duplicate flag, the pending scan,
+    # the approved heads and the pending versions not yet cached.
+    assert small == 14, small
+    assert _queries(client, url("queue") + "?family=skill") == 10
 
 
 def test_the_candidate_page_costs_the_same_queries_for_3_and_11_evidence_items(reviewer: User) -> None:

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from review.models import Candidate, ReviewDecision
 from review.selectors import similar
-from tests.review.conftest import approve, experience, make_candidate, revise
+from tests.review.conftest import approve, experience, make_candidate, revise, skill
 
 pytestmark = pytest.mark.django_db
 
@@ -153,6 +153,7 @@ def test_similar_items_are_ranked_and_scored_by_shared_terms(reviewer: User) -> 
 
 
 def _queries(client: Client, candidate: Candidate) -> int:
+    similar.forget_digests()
     with CaptureQueriesContext(connection) as captured:
         response = client.get(reverse("review:candidate", args=[candidate.pk]))
     assert response.status_code == 200
@@ -162,6 +163,7 @@ def _queries(client: Client, candidate: Candidate) -> int:
 def test_the_candidate_page_costs_the_same_queries_for_1_and_many_similar(reviewer: User) -> None:
     client = client_for(reviewer)
     approve(make_candidate("few", proposal=dict(TLS)), reviewer)
+    make_candidate("few", proposal=dict(VACUUM))  # a pending version to read, shown neither
     few = make_candidate("few", proposal=dict(TLS_AGAIN))
     for n in range(5):
         approve(make_candidate("many", proposal={**TLS, "outcome": f"{TLS['outcome']} Take {n}."}), reviewer)
@@ -187,3 +189,64 @@ def test_a_revised_pending_candidate_is_compared_by_its_new_version(reviewer: Us
     assert similar_items(page_of(client, mine)) == [str(other.pk)]  # its version 1 is now cached
     revise(other, reviewer, **VACUUM)
     assert similar_items(page_of(client, mine)) == []
+
+
+def _flags(client: Client) -> dict[int, bool]:
+    response = client.get(reverse("review:queue"))
+    assert response.status_code == 200
+    rows = re.findall(r'<tr data-queue-row data-pk="(\d+)".*?</tr>', response.content.decode(), re.S)
+    blocks = re.split(r'(?=<tr data-queue-row data-pk=")', response.content.decode())
+    out = {
+        int(m.group(1)): 'data-flag="near-duplicate"' in block
+        for block in blocks
+        if (m := re.match(r'<tr data-queue-row data-pk="(\d+)"', block))
+    }
+    assert sorted(out) == sorted(int(r) for r in rows)
+    return out
+
+
+def test_the_queue_flags_pending_experiences_that_have_a_near_duplicate(reviewer: User) -> None:
+    """The queue's row flag follows the same rule as the card: a pending or approved Experience
+    of the same scope at 80 % shared words; other scopes, unrelated text, an update's own target
+    and Skills never flag."""
+    approved = approve(make_candidate("approved-scope", proposal=dict(TLS)), reviewer)
+    against_approved = make_candidate("approved-scope", proposal=dict(TLS_AGAIN))
+    twin_a = make_candidate("twins", proposal=dict(VACUUM))
+    twin_b = make_candidate("twins", proposal=dict(VACUUM))
+    unrelated = make_candidate("twins", proposal=dict(TLS))
+    lonely = make_candidate("lonely", proposal=dict(TLS_AGAIN))  # its twin lives in another scope
+    assert approved.result_head is not None
+    ref = {"family": "experience", "artifact_id": approved.result_head.artifact_id, "revision": 1}
+    own_target = make_candidate("approved-scope", proposal=dict(VACUUM), artifact_refs=[ref], target=ref)
+    a_skill = make_candidate("twins", family=Candidate.Family.SKILL, proposal=skill())
+    similar.forget_digests()
+
+    flags = _flags(client_for(reviewer))
+
+    assert flags == {
+        against_approved.pk: True,
+        twin_a.pk: True,
+        twin_b.pk: True,
+        unrelated.pk: False,
+        lonely.pk: False,
+        own_target.pk: False,
+        a_skill.pk: False,
+    }
+
+
+def test_the_queue_flag_costs_the_same_queries_for_a_page_of_few_and_many(reviewer: User) -> None:
+    client = client_for(reviewer)
+    for _ in range(3):
+        make_candidate(proposal=dict(TLS))
+    approve(make_candidate(proposal=dict(VACUUM)), reviewer)
+    similar.forget_digests()
+    with CaptureQueriesContext(connection) as few:
+        client.get(reverse("review:queue"))
+    for _ in range(60):
+        make_candidate(proposal=dict(TLS_AGAIN))
+    for _ in range(5):
+        approve(make_candidate(proposal=dict(VACUUM)), reviewer)
+    similar.forget_digests()
+    with CaptureQueriesContext(connection) as many:
+        client.get(reverse("review:queue"))
+    assert len(many) == len(few)

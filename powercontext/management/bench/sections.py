@@ -28,6 +28,7 @@ from powercontext.management.bench.common import Corpus, percentile, timed
 from powercontext.services.memory import memory_remember
 from powercontext.services.sources import source_capture
 from review import services as review_services
+from review.models import Candidate
 
 REVIEW_SCOPE = "bench-review"
 
@@ -143,30 +144,53 @@ def bench_review(samples: int, experiences: int, write: Callable[[str], Any]) ->
 
 
 def _bench_inbox(corpus: Corpus, reviewer: Any, samples: int) -> dict[str, Any]:
-    """Inbox queue page with 10 vs 10,000 pending candidates: latency and query count."""
+    """Inbox pages with 10 vs 10,000 pending candidates: latency and query count of the queue
+    (default order, by scope, newest first, a scope prefix) and of a candidate page (with its
+    position, neighbours and evidence)."""
     try:
         from django.urls import reverse
 
         url = reverse("review:queue")
     except Exception:
         return {"inbox": "not available in this build"}
+    from django.db import connection
+
     client = Client()
     client.force_login(reviewer)
     out: dict[str, Any] = {}
     pending = 0
+    pages = {
+        "queue": url,
+        "queue_by_scope": url + "?sort=scope",
+        "queue_newest": url + "?sort=newest",
+        "queue_scope_prefix": url + "?scope=" + REVIEW_SCOPE[:6],
+    }
     for target in (10, 10000):
         while pending < target:
             review_services.candidate_propose(
                 scope_id=REVIEW_SCOPE, family="experience", submission=_submission(corpus, pending)
             )
             pending += 1
-        assert client.get(url).status_code == 200
-        runs = timed(lambda: client.get(url), min(samples, 50))
-        # The query count is constant by construction and asserted in tests/review (9 queries).
-        out[f"inbox_{target}_pending"] = _p(runs)
-    out["inbox_ratio_p50"] = round(
-        out["inbox_10000_pending"]["p50_ms"] / out["inbox_10_pending"]["p50_ms"], 2
-    )
+        middle = Candidate.objects.filter(scope_id=REVIEW_SCOPE, status="pending").order_by("pk")
+        middle_pk = middle.values_list("pk", flat=True)[target // 2]
+        for name, path in {**pages, "candidate": reverse("review:candidate", args=[middle_pk])}.items():
+            executed = [0]
+
+            def count(
+                execute: Any, sql: str, params: Any, many: bool, context: Any, executed: list[int] = executed
+            ) -> Any:
+                executed[0] += 1
+                return execute(sql, params, many, context)
+
+            with connection.execute_wrapper(count):
+                assert client.get(path).status_code == 200
+            runs = timed(lambda path=path: client.get(path), min(samples, 50))
+            out[f"{name}_{target}_pending"] = {**_p(runs), "queries": executed[0]}
+    for name in (*pages, "candidate"):
+        out[f"{name}_ratio_p50"] = round(
+            out[f"{name}_10000_pending"]["p50_ms"] / out[f"{name}_10_pending"]["p50_ms"], 2
+        )
+    out["inbox_ratio_p50"] = out["queue_ratio_p50"]
     return out
 
 

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from powercontext import search
+from powercontext.search.vector_backend import vector_backend
 
 
 class Command(BaseCommand):
@@ -41,3 +42,4 @@ class Command(BaseCommand):
         ) as bar:
             written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
+        self.stdout.write(vector_backend().describe())

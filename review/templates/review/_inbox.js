@@ -20,6 +20,8 @@
     if (el && el.tagName === "INPUT" && /^(checkbox|radio|button|submit)$/.test(el.type)) { return false; }
     return el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
   }
+  // Single-key shortcuts (1-9, x) obey the footer's switch (see templates/base.html).
+  function shortcutsOn() { return !window.PowerContextShortcuts || window.PowerContextShortcuts.on(); }
   function changed(el) { el.dispatchEvent(new Event("input", { bubbles: true })); }
 
   // A success message names the drafts it settled (data-done="reject:12"): forget them.
@@ -84,7 +86,7 @@
     chip.addEventListener("click", function () { insert(chip); });
   });
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) { return; }
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target) || !shortcutsOn()) { return; }
     if (!/^[1-9]$/.test(event.key)) { return; }
     var chip = document.querySelector('[data-canned="' + event.key + '"]');
     if (chip) { event.preventDefault(); insert(chip); }
@@ -136,7 +138,7 @@
     refresh();
   });
   document.addEventListener("keydown", function (event) {
-    if (event.key !== "x" || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) { return; }
+    if (event.key !== "x" || event.ctrlKey || event.metaKey || event.altKey || typing(event.target) || !shortcutsOn()) { return; }
     var row = document.querySelector("tr[data-queue-row].selected");
     var box = row && row.querySelector("input[data-select]");
     if (!box) { return; }

@@ -87,17 +87,25 @@
     stopTimers(p);
     lock(p, false);
     if (p.reason) { p.reason.value = p.reasonValue; }
-    if (p.submitter) {
-      // submit() sends no submitter: carry its name and value (bulk: decision=approve).
+    show("Sending…", false);
+    submitAs(p.form, p.submitter);
+  }
+
+  // submit() sends no submitter: carry its name and value (bulk: decision=approve) and, for a
+  // button with its own formaction (the queue's claim button inside the bulk form), its URL.
+  function submitAs(form, submitter) {
+    if (submitter && submitter.name) {
       var carried = document.createElement("input");
       carried.type = "hidden";
-      carried.name = p.submitter.name;
-      carried.value = p.submitter.value;
-      p.form.appendChild(carried);
+      carried.name = submitter.name;
+      carried.value = submitter.value;
+      form.appendChild(carried);
     }
-    show("Sending…", false);
-    HTMLFormElement.prototype.submit.call(p.form);
+    if (submitter && submitter.hasAttribute("formaction")) { form.action = submitter.formAction; }
+    HTMLFormElement.prototype.submit.call(form);
   }
+  // A button with its own formaction posts elsewhere (a claim): it is not the form's decision.
+  function elsewhere(event) { return !!(event.submitter && event.submitter.hasAttribute("formaction")); }
   function expire() { if (pending && !pending.sent) { postNow(pending); } }
 
   function background(p) {
@@ -126,6 +134,7 @@
 
   document.querySelectorAll("form[data-undo]").forEach(function (form) {
     form.addEventListener("submit", function (event) {
+      if (elsewhere(event)) { return; }
       event.preventDefault();
       if (!pending) { hold(form, event.submitter); }
     });
@@ -157,10 +166,11 @@
 
   document.addEventListener("submit", function (event) {
     var form = event.target;
-    if (!pending || form.hasAttribute("data-undo")) { return; }
+    if (!pending || (form.hasAttribute("data-undo") && !elsewhere(event))) { return; }
     event.preventDefault();
     if (pending.sent) { return; }
-    sendThen(function () { HTMLFormElement.prototype.submit.call(form); });
+    var submitter = event.submitter && event.submitter.hasAttribute("formaction") ? event.submitter : null;
+    sendThen(function () { submitAs(form, submitter); });
   }, true);
 
   window.addEventListener("pagehide", function () {

@@ -1,0 +1,83 @@
+"""Which vector search path serves this database, and whether pgvector is installed in it.
+
+Vector search is exact and in process on both databases (``powercontext.search.vectors``). On
+PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed; this
+module detects it, once per process and database, with one catalog query (``pg_extension``:
+installed in this database, not merely available on the server). A pgvector query path is not
+implemented: pgvector is not packaged for the Debian release this service targets, so no such
+path could be tested here, and an untested one is not shipped. When the extension is present,
+reports say so and that the in-process path is still the one in use.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from django.db import connection
+
+IN_PROCESS = "in-process exact"
+
+_detected: dict[tuple[str, str, str, str], str | None] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class VectorBackend:
+    search: str  # the path vector search takes: always IN_PROCESS for now
+    pgvector: str | None  # the installed extension's version; None when absent or not PostgreSQL
+    vendor: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"search": self.search, "pgvector": self.pgvector_state()}
+
+    def pgvector_state(self) -> str:
+        if self.vendor != "postgresql":
+            return "not applicable"
+        if self.pgvector is None:
+            return "absent"
+        return f"installed ({self.pgvector}), not used"
+
+    def describe(self) -> str:
+        return f"vector search: {self.search}; pgvector: {self.pgvector_state()}"
+
+
+def installed_pgvector_version() -> str | None:
+    """The version of the ``vector`` extension installed in the current database, or None.
+
+    The one catalog query of this module; everything else derives from its answer."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    return None if row is None else str(row[0])
+
+
+def _database_key() -> tuple[str, str, str, str]:
+    settings = connection.settings_dict
+    return (
+        connection.vendor,
+        str(settings.get("HOST") or ""),
+        str(settings.get("PORT") or ""),
+        str(settings.get("NAME") or ""),
+    )
+
+
+def vector_backend() -> VectorBackend:
+    """The vector search path for the current database (detected once per process and database)."""
+    if connection.vendor != "postgresql":
+        return VectorBackend(IN_PROCESS, None, connection.vendor)
+    key = _database_key()
+    with _lock:
+        known = key in _detected
+        version = _detected.get(key)
+    if not known:
+        version = installed_pgvector_version()
+        with _lock:
+            _detected[key] = version
+    return VectorBackend(IN_PROCESS, version, connection.vendor)
+
+
+def forget_detection() -> None:
+    """Detect again on next use (after an operator installs or drops the extension)."""
+    with _lock:
+        _detected.clear()
