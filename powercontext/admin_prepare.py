@@ -28,7 +28,7 @@ from django.utils.safestring import SafeString
 
 from context_api.builder import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES, BuilderInvariantError
 from powercontext.admin import ReadOnlyAdmin
-from powercontext.models import PREPARE_LATENCY_BOUNDS_MS, PrepareAggregate
+from powercontext.models import PREPARE_AGGREGATE_COUNTERS, PREPARE_LATENCY_BOUNDS_MS, PrepareAggregate
 from powercontext.selectors.prepare_explain import PREVIEW_CHARS, prepare_explain
 
 EXPLAIN_PERMISSION = "powercontext.explain_prepare"
@@ -127,35 +127,17 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
     ordering = ("-hour", "-pk")
+    # The summary first, then every counter in the flusher's order.
     fields = (
         "scope_id",
         "hour",
         "search_mode",
-        "prepares",
-        "empty",
         "mean_content_bytes",
         "budget_used",
         "mean_latency",
         "latency_p50",
         "latency_p95",
-        "memory_candidates",
-        "experience_candidates",
-        "memory_admitted",
-        "experience_admitted",
-        "duplicates",
-        "skipped_blank",
-        "skipped_unencodable",
-        "skipped_item_limit",
-        "skipped_total_item_limit",
-        "skipped_over_budget",
-        "skipped_window",
-        "truncated_source_cap",
-        "truncated_budget",
-        "content_bytes",
-        "max_bytes",
-        "latency_us",
-        *(f"latency_le_{b}ms" for b in PREPARE_LATENCY_BOUNDS_MS),
-        f"latency_over_{PREPARE_LATENCY_BOUNDS_MS[-1]}ms",
+        *PREPARE_AGGREGATE_COUNTERS,
         "updated_at",
         "explain_link",
     )
