@@ -287,8 +287,12 @@ def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, bool]:
         latest = candidate.latest
         target = latest.target.get("artifact_id") if latest and isinstance(latest.target, dict) else None
         mine = digest.terms if digest is not None else frozenset()
+        # Jaccard >= t needs the smaller set to hold at least t of the larger: sizes first.
+        low, high = len(mine) * NEAR_DUPLICATE, len(mine) / NEAR_DUPLICATE
         flags[candidate.pk] = bool(mine) and any(
-            key not in (candidate.pk, target) and similarity(mine, theirs) >= NEAR_DUPLICATE
+            low <= len(theirs) <= high
+            and key not in (candidate.pk, target)
+            and similarity(mine, theirs) >= NEAR_DUPLICATE
             for key, theirs in others[candidate.scope_id]
         )
     return flags
