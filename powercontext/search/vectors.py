@@ -13,6 +13,10 @@ so a stale matrix is never used; after a write only what changed since the cache
 still active in the head and reads the head revision, so all hits cite the revision it saw.
 
 ``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
+
+Experience: one ``ExperienceVector`` per recallable head at its current revision (written by the
+same paths); prepare's Experience window fuses its full-text and vector rankings. Those vectors
+are read per prepare, uncached (heads are few; docs/retrieval.md "Experience vectors").
 """
 
 from __future__ import annotations
