@@ -298,6 +298,23 @@ class MemoryEntryVector(models.Model):
         return f"memory entry vector #{self.pk}"
 
 
+class ExperienceVector(models.Model):
+    """Derived embedding of one recallable Experience head at its current revision (its
+    ``searchable_text``, the text the full-text index uses). A projection like
+    ``MemoryEntryVector``: the writer that moves or retires the head deletes it in its
+    transaction; the embedder (or a ``sync`` writer) writes it for the head's new revision."""
+
+    id = models.BigAutoField(primary_key=True)
+    head = models.OneToOneField(Artifact, on_delete=models.CASCADE, related_name="experience_vector")
+    revision = models.PositiveIntegerField()
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
+    model = models.CharField(max_length=64)
+    vector = models.BinaryField()  # float32 little-endian, unit length
+
+    def __str__(self) -> str:
+        return f"experience vector #{self.pk}"
+
+
 # Latency histogram of prepare: the upper bound (ms) of each bucket but the last, which is open.
 PREPARE_LATENCY_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 

@@ -9,10 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from powercontext import analyzer
-from powercontext.models import Artifact, ExperienceSearchDocument, MemoryMembership, MemorySearchDocument
+from powercontext.models import (
+    Artifact,
+    ExperienceSearchDocument,
+    ExperienceVector,
+    MemoryMembership,
+    MemorySearchDocument,
+)
 from powercontext.search import pending
 from powercontext.search.engines import engine
-from powercontext.search.vectors import add_vectors, remove_vectors_of_memberships
+from powercontext.search.vectors import add_experience_vector, add_vectors, remove_vectors_of_memberships
 from powercontext.selectors.artifacts import is_recallable_experience
 
 
@@ -52,8 +58,12 @@ def unindex_memberships(membership_ids: Iterable[int]) -> None:
 
 
 def index_experience_head(head: Artifact) -> None:
-    """Make the Experience index row of ``head`` match its current ``searchable_text``."""
+    """Make the Experience index rows of ``head`` match its current ``searchable_text``.
+
+    The head's vector (of an older revision, or of a head no longer recallable) is deleted here;
+    a recallable head gets its new one here (``sync``) or from the embedder after commit."""
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
+    ExperienceVector.objects.filter(head_id=head.pk).delete()
     if is_recallable_experience(head):
         terms = head.searchable_text.split()
         ExperienceSearchDocument.objects.create(
@@ -62,3 +72,7 @@ def index_experience_head(head: Artifact) -> None:
             terms=engine().document_terms(head.scope_id, terms),
             length=len(terms),
         )
+        if pending.is_async():
+            pending.signal_after_commit(head.scope_id)
+        else:
+            add_experience_vector(head)

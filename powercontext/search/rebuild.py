@@ -17,6 +17,7 @@ from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
+    ExperienceVector,
     MemoryEntryVector,
     MemoryMembership,
 )
@@ -24,6 +25,7 @@ from powercontext.search import bm25, embedding, vectors
 from powercontext.search.engines import Engine, engine
 from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
 from powercontext.search.vector_backend import vector_backend
+from powercontext.selectors.artifacts import is_recallable_experience, recallable_experience_heads
 
 EMBED_BATCH = 256
 
@@ -189,6 +191,7 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
     report.vectors_available = model is not None
     if model is not None:
         _verify_vectors(scope_id, report, model.model_id)
+        _verify_experience_vectors(scope_id, report, model.model_id)
     broken = []
     for index in INDEXES:
         problems = db.engine_problems(index)
@@ -266,25 +269,96 @@ def _verify_vectors(
     return delete, embed
 
 
+# Work items of the vector index are (key, scope id, text): the key is an entry version pk, or
+# the NEGATED pk of a recallable Experience head (``experience_key``), so Memory and Experience
+# vectors share the missing query, the embedder and ``store_vectors``.
+
+
+def experience_key(head_pk: int) -> int:
+    return -head_pk
+
+
+def _expected_experience(scope_id: str | None) -> dict[int, tuple[str, str, int]]:
+    """head pk -> (scope id, searchable text, current revision) of every recallable head."""
+    heads = recallable_experience_heads()
+    if scope_id is not None:
+        heads = heads.filter(scope_id=scope_id)
+    return {
+        int(pk): (str(scope), str(text), int(revision))
+        for pk, scope, text, revision in heads.values_list(
+            "pk", "scope_id", "searchable_text", "current_revision"
+        )
+    }
+
+
+def _verify_experience_vectors(
+    scope_id: str | None, report: VerifyReport, model_id: str
+) -> tuple[list[int], list[tuple[int, str, str]]]:
+    """Compare recallable Experience heads with their vectors (few rows: read at once); return
+    (head pks whose vector to delete, work items to embed). Counted with Memory's."""
+    expected = _expected_experience(scope_id)
+    rows = ExperienceVector.objects.all()
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    delete: list[int] = []
+    embed: list[tuple[int, str, str]] = []
+    lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
+    actual = {
+        int(row[0]): row for row in rows.values_list("head_id", "scope_id", "model", "vector", "revision")
+    }
+    for pk in sorted(actual):
+        if pk not in expected:
+            report.vectors_extra += 1
+            delete.append(pk)
+    for pk, (scope, text, revision) in sorted(expected.items()):
+        report.vectors_checked += 1
+        have = actual.get(pk)
+        if have is None:
+            if lag_is_pending:
+                report.vectors_pending += 1
+            else:
+                report.vectors_missing += 1
+            embed.append((experience_key(pk), scope, text))
+        elif have[4] != revision or not _sound(model_id, (pk, have[1], have[2], have[3]), scope):
+            report.vectors_mismatched += 1
+            delete.append(pk)
+            embed.append((experience_key(pk), scope, text))
+    return delete, embed
+
+
+def _missing_experience(scope_id: str | None) -> Any:
+    heads = recallable_experience_heads().filter(experience_vector__isnull=True)
+    return heads.filter(scope_id=scope_id) if scope_id is not None else heads
+
+
 def missing_vectors(scope_id: str | None, limit: int) -> list[tuple[int, str, str]]:
-    """Up to ``limit`` (entry version pk, scope id, text) active in their head with no vector
-    row, oldest first: what the after-commit embedder still has to do (an anti-join on the
-    one-to-one vector, so its cost follows the gap, not the scope)."""
+    """Up to ``limit`` work items with no vector row, oldest first: entry versions active in
+    their head, then recallable Experience heads (negated pks) — what the after-commit embedder
+    still has to do (anti-joins on the one-to-one vectors, so the cost follows the gap)."""
     rows = MemoryMembership.objects.filter(
         to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
     )
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    return [
+    items = [
         (int(pk), str(scope), str(text))
         for pk, scope, text in rows.order_by("entry_version_id").values_list(
             "entry_version_id", "scope_id", "entry_version__text"
         )[:limit]
     ]
+    if len(items) < limit:
+        items.extend(
+            (experience_key(int(pk)), str(scope), str(text))
+            for pk, scope, text in _missing_experience(scope_id)
+            .order_by("pk")
+            .values_list("pk", "scope_id", "searchable_text")[: limit - len(items)]
+        )
+    return items
 
 
 def scopes_missing_vectors() -> list[str]:
-    """Scopes with at least one active entry version that has no vector row."""
+    """Scopes with at least one active entry version or recallable Experience head that has
+    no vector row."""
     return sorted(
         set(
             MemoryMembership.objects.filter(
@@ -293,6 +367,7 @@ def scopes_missing_vectors() -> list[str]:
                 entry_version__vector__isnull=True,
             ).values_list("scope_id", flat=True)
         )
+        | set(_missing_experience(None).values_list("scope_id", flat=True))
     )
 
 
@@ -315,15 +390,17 @@ def store_vectors(
         return 0
     assert _outside_transactions(), "a model run never happens inside a transaction"
     computed: dict[int, tuple[str, bytes]] = {}
+    texts: dict[int, str] = {}
     for pk, scope, text in batch:
         if before_each is not None:
             before_each()
         computed[pk] = (scope, embedding.to_bytes(model.embed(text)))
+        texts[pk] = text
     with transaction.atomic():
         list(
             Artifact.objects.select_for_update()
             .filter(
-                scope_id__in=sorted({scope for scope, _ in computed.values()}),
+                scope_id__in=sorted({scope for key, (scope, _) in computed.items() if key > 0}),
                 family=MEMORY_FAMILY,
                 artifact_id=MEMORY_ARTIFACT_ID,
             )
@@ -332,7 +409,7 @@ def store_vectors(
         )
         active = set(
             MemoryMembership.objects.filter(
-                entry_version_id__in=list(computed),
+                entry_version_id__in=[key for key in computed if key > 0],
                 to_revision__isnull=True,
                 state=MemoryMembership.State.ACTIVE,
             ).values_list("entry_version_id", flat=True)
@@ -352,6 +429,38 @@ def store_vectors(
             for pk in sorted(active - present)
         ]
         MemoryEntryVector.objects.bulk_create(rows, ignore_conflicts=True)
+        stored = len(rows) + _store_experience_vectors(model, computed, texts)
+    return stored
+
+
+def _store_experience_vectors(
+    model: embedding.Embedder, computed: dict[int, tuple[str, bytes]], texts: dict[int, str]
+) -> int:
+    """Inside ``store_vectors``' transaction: store the vectors of the Experience heads of the
+    batch (negated keys) that are still recallable with the embedded text and still have none;
+    each head row is locked as its writers lock it, so a retire or a new revision cannot slip
+    between the check and the insert."""
+    heads = {
+        head.pk: head
+        for head in Artifact.objects.select_for_update()
+        .filter(pk__in=sorted(-key for key in computed if key < 0))
+        .order_by("pk")
+    }
+    present = set(ExperienceVector.objects.filter(head_id__in=list(heads)).values_list("head_id", flat=True))
+    rows = [
+        ExperienceVector(
+            head_id=pk,
+            revision=head.current_revision,
+            scope_id=head.scope_id,
+            model=model.model_id,
+            vector=computed[experience_key(pk)][1],
+        )
+        for pk, head in sorted(heads.items())
+        if pk not in present
+        and is_recallable_experience(head)
+        and head.searchable_text == texts[experience_key(pk)]
+    ]
+    ExperienceVector.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
 
 
@@ -373,8 +482,12 @@ def rebuild_vectors(*, scope_id: str | None = None, progress: Callable[[int], No
     model = embedding.embedder()
     if model is None:
         return 0
-    delete, embed = _verify_vectors(scope_id, VerifyReport(), model.model_id)
+    report = VerifyReport()
+    delete, embed = _verify_vectors(scope_id, report, model.model_id)
+    delete_experience, embed_experience = _verify_experience_vectors(scope_id, report, model.model_id)
+    embed.extend(embed_experience)
     with transaction.atomic():
+        ExperienceVector.objects.filter(head_id__in=delete_experience).delete()
         for start in range(0, len(delete), REBUILD_BATCH):
             MemoryEntryVector.objects.filter(
                 entry_version_id__in=delete[start : start + REBUILD_BATCH]

@@ -13,10 +13,15 @@ so a stale matrix is never used; after a write only what changed since the cache
 still active in the head and reads the head revision, so all hits cite the revision it saw.
 
 ``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
+
+Experience: one ``ExperienceVector`` per recallable head at its current revision (written by the
+same paths); prepare's Experience window fuses its full-text and vector rankings. Those vectors
+are read per prepare, uncached (heads are few; docs/retrieval.md "Experience vectors").
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -30,6 +35,8 @@ from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
+    ArtifactRevision,
+    ExperienceVector,
     MemoryEntry,
     MemoryEntryVector,
     MemoryEntryVersion,
@@ -37,6 +44,7 @@ from powercontext.models import (
 )
 from powercontext.search import embedding
 from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow, search_context, search_memory
+from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
 
 FTS_MODES = ("auto", "fts")
 VECTOR_MODES = ("vector", "hybrid")
@@ -86,6 +94,23 @@ def add_vectors(versions: Iterable[MemoryEntryVersion | tuple[int, str, str]]) -
     MemoryEntryVector.objects.filter(entry_version_id__in=[pk for pk, _, _ in items]).delete()
     MemoryEntryVector.objects.bulk_create(rows)
     return len(rows)
+
+
+def add_experience_vector(head: Artifact) -> int:
+    """Embed and store the vector of a recallable Experience head at its current revision (in
+    the writer's transaction); skipped, returning 0, when the model is unavailable."""
+    model = embedding.embedder()
+    if model is None:
+        return 0
+    ExperienceVector.objects.filter(head_id=head.pk).delete()
+    ExperienceVector.objects.create(
+        head_id=head.pk,
+        revision=head.current_revision,
+        scope_id=head.scope_id,
+        model=model.model_id,
+        vector=embedding.to_bytes(model.embed(head.searchable_text)),
+    )
+    return 1
 
 
 def remove_vectors_of_memberships(membership_ids: Sequence[int]) -> None:
@@ -263,24 +288,82 @@ def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySe
     return [row for row in rows if row.head_revision == rows[0].head_revision] if rows else []
 
 
-def fuse(rankings: Sequence[tuple[float, Sequence[MemorySearchRow]]], limit: int) -> list[MemorySearchRow]:
-    """Weighted reciprocal-rank fusion of (weight, ranking) pairs: score = sum of
-    weight / (RRF_K + rank) over the rankings an entry is in, scaled into (0, 1]; ties by
-    membership id."""
+def _fused_order(rankings: Sequence[tuple[float, Sequence[int]]], limit: int) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion of (weight, ranked keys) pairs: score = sum of
+    weight / (RRF_K + rank) over the rankings a key is in, scaled into (0, 1]; ties by key."""
     fused: dict[int, float] = {}
+    for weight, ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            fused[key] = fused.get(key, 0.0) + weight / (RRF_K + rank)
+    best = sum(weight for weight, _ in rankings) / (RRF_K + 1)
+    order = sorted(fused, key=lambda key: (-fused[key], key))[:limit]
+    return [(key, min(1.0, fused[key] / best)) for key in order]
+
+
+def fuse(rankings: Sequence[tuple[float, Sequence[MemorySearchRow]]], limit: int) -> list[MemorySearchRow]:
+    """Weighted reciprocal-rank fusion of Memory rankings (``_fused_order``, keyed by membership
+    id); each row carries the channels that found it."""
     rows: dict[int, MemorySearchRow] = {}
     channels: dict[int, list[str]] = {}
-    for weight, ranking in rankings:
-        for rank, row in enumerate(ranking, start=1):
-            fused[row.membership_id] = fused.get(row.membership_id, 0.0) + weight / (RRF_K + rank)
+    for _, ranking in rankings:
+        for row in ranking:
             rows.setdefault(row.membership_id, row)
             seen = channels.setdefault(row.membership_id, [])
             seen.extend(channel for channel in row.matched_by if channel not in seen)
-    best = sum(weight for weight, _ in rankings) / (RRF_K + 1)
-    order = sorted(fused, key=lambda pk: (-fused[pk], pk))[:limit]
+    order = _fused_order(
+        [(weight, [row.membership_id for row in ranking]) for weight, ranking in rankings], limit
+    )
+    return [replace(rows[pk], score=score, matched_by=tuple(sorted(channels[pk]))) for pk, score in order]
+
+
+def fuse_experience(
+    rankings: Sequence[tuple[float, Sequence[ExperienceSearchRow]]], limit: int
+) -> list[ExperienceSearchRow]:
+    """The same fusion over Experience rankings, keyed by head pk."""
+    rows: dict[int, ExperienceSearchRow] = {}
+    for _, ranking in rankings:
+        for row in ranking:
+            rows.setdefault(row.artifact_pk, row)
+    order = _fused_order(
+        [(weight, [row.artifact_pk for row in ranking]) for weight, ranking in rankings], limit
+    )
+    return [replace(rows[pk], score=score) for pk, score in order]
+
+
+_EXPERIENCE_VECTORS_SQL = (
+    f"SELECT a.id, a.artifact_id, a.current_revision, r.content, x.vector"
+    f" FROM {ExperienceVector._meta.db_table} x"
+    f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
+    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
+    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+)
+
+
+def vector_search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceSearchRow]:
+    """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
+    by head pk), each at the revision its vector was computed for. Read in one statement, no
+    cache: Experience heads are few (docs/retrieval.md). Empty when the model is unavailable."""
+    model = embedding.embedder()
+    if model is None or limit < 1:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_EXPERIENCE_VECTORS_SQL, [scope_id, scope_id, model.model_id])
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    _, matrix = _matrix([(row[0], row[4]) for row in rows])
+    scores = matrix @ model.embed_query(query)
+    order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), int(rows[i][0])))[:limit]
     return [
-        replace(rows[pk], score=min(1.0, fused[pk] / best), matched_by=tuple(sorted(channels[pk])))
-        for pk in order
+        ExperienceSearchRow(
+            artifact_pk=int(rows[i][0]),
+            family=EXPERIENCE_FAMILY,
+            artifact_id=str(rows[i][1]),
+            revision=int(rows[i][2]),
+            content=json.loads(rows[i][3]) if isinstance(rows[i][3], str) else rows[i][3],
+            score=max(0.0, float(scores[i])),
+        )
+        for i in order
     ]
 
 
@@ -301,6 +384,34 @@ def _hybrid(
     return lexical[:limit], experience  # the head kept moving: lexical alone is consistent
 
 
+def _hybrid_context(
+    scope_id: str, query: str, limit: int, experience_limit: int
+) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+    """Both windows by fusion; the Experience full-text ranking is read to ``FUSION_DEPTH``."""
+    depth = max(limit, FUSION_DEPTH)
+    experience_depth = max(experience_limit, FUSION_DEPTH)
+    for _ in range(3):
+        lexical, experience = search_context(
+            scope_id, query, memory_limit=depth, experience_limit=experience_depth
+        )
+        semantic = vector_search_memory(scope_id, query, depth)
+        consistent = len({row.head_revision for row in (*lexical, *semantic)}) <= 1
+        if consistent:
+            break
+    experience = fuse_experience(
+        [
+            (FTS_WEIGHT, experience),
+            (VECTOR_WEIGHT, vector_search_experience(scope_id, query, experience_depth)),
+        ],
+        experience_limit,
+    )
+    # The head kept moving: lexical alone is consistent.
+    memory = (
+        fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit) if consistent else lexical[:limit]
+    )
+    return memory, experience
+
+
 def hybrid_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
     return _hybrid(scope_id, query, limit, 0)[0]
 
@@ -308,8 +419,9 @@ def hybrid_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySe
 def hybrid_search_context(
     scope_id: str, query: str, *, memory_limit: int, experience_limit: int
 ) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
-    """``search_context`` with the Memory window ranked by hybrid fusion."""
-    return _hybrid(scope_id, query, memory_limit, experience_limit)
+    """``search_context`` with both windows ranked by hybrid fusion (Memory and Experience each
+    fuse their full-text and vector rankings)."""
+    return _hybrid_context(scope_id, query, memory_limit, experience_limit)
 
 
 def search_memory_mode(scope_id: str, query: str, limit: int, mode: str) -> tuple[str, list[MemorySearchRow]]:

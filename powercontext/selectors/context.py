@@ -42,10 +42,10 @@ def context_candidates(
     """Ranked Memory hits of the scope's current head (all citing one head revision) and ranked
     approved, current Experience heads.
 
-    The Memory window is ranked by the best available search mode (``search.best_mode()``:
-    hybrid fusion of full text and vectors when the model is available, else full text alone,
-    read with the Experience window by one statement); the builder sees the same dataclasses
-    either way, so selection before the builder is all that changes.
+    Both windows are ranked by the best available search mode (``search.best_mode()``: hybrid
+    fusion of full text and vectors when the model is available, else full text alone, both
+    windows' full text read by one statement); the builder sees the same dataclasses either
+    way, so selection before the builder is all that changes.
     """
     hybrid = search.best_mode() == "hybrid"
     find = search.hybrid_search_context if hybrid else search.search_context
