@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any, Protocol
 
+import numpy as np
 from django.db import connection
+
+from powercontext.search.queries import ExperienceSearchRow
 
 IN_PROCESS = "in-process exact"
 
@@ -75,6 +79,25 @@ def vector_backend() -> VectorBackend:
         with _lock:
             _detected[key] = version
     return VectorBackend(IN_PROCESS, version, connection.vendor)
+
+
+class Ranker(Protocol):
+    """One vector search path (see ``powercontext.search.vector_inprocess`` for the contract)."""
+
+    def rank_memory(
+        self, scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
+    ) -> tuple[int, list[tuple[int, float]]] | None: ...
+
+    def rank_experience(
+        self, scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
+    ) -> list[ExperienceSearchRow]: ...
+
+
+def ranker() -> Ranker:
+    """The ranking functions of the path ``vector_backend()`` names."""
+    from powercontext.search import vector_inprocess
+
+    return vector_inprocess
 
 
 def forget_detection() -> None:

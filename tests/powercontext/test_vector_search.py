@@ -10,7 +10,7 @@ import pytest
 
 from powercontext import search
 from powercontext.models import MemoryEntryVector
-from powercontext.search import embedding, vectors
+from powercontext.search import embedding, vector_inprocess, vectors
 from powercontext.selectors.context import context_candidates
 from powercontext.selectors.memory import memory_search
 from powercontext.services import memory as memory_services
@@ -276,8 +276,8 @@ def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embe
     make_memory("vec", "a watercolour of the dawn")
     assert search.vector_search_memory("vec", PARAPHRASE, 1)
 
-    cached = vectors._cache["vec"]
-    full = vectors._load("vec", cached.revision, cached.max_id, embedding.MODEL_ID)
+    cached = vector_inprocess._cache["vec"]
+    full = vector_inprocess._load("vec", cached.revision, cached.max_id, embedding.MODEL_ID)
     assert sorted(cached.membership_ids.tolist()) == full.membership_ids.tolist()
     by_id = dict(zip(cached.membership_ids.tolist(), cached.matrix, strict=True))
     for pk, row in zip(full.membership_ids.tolist(), full.matrix, strict=True):
