@@ -3,8 +3,18 @@
 A scope's Memory vectors are read once into one float32 matrix and cached by (head revision,
 largest vector id): any write moves the head and any rebuild adds rows, so a stale matrix is
 never used; after a write only what changed since the cached head is read. The query vector is
-then multiplied with the matrix (exact cosine: vectors are unit length). Experience vectors are
-read per call, uncached (heads are few; docs/retrieval.md "Experience vectors").
+then multiplied with the matrix (exact cosine: vectors are unit length).
+
+A scope's Experience vectors are cached the same way, as (head pk, artifact id, revision,
+vector) rows keyed by the (vector id, head pk, revision) triples of every ``ExperienceVector``
+row of the scope, read by one indexed query per call: a row is never updated, only deleted or
+inserted with a new id, so the triples differ whenever the set of rows does (a count and the
+largest id would not: writers of two heads of a scope commit in either order on PostgreSQL).
+After a change only the rows added since are read. The hits are then read by one statement that
+keeps a head only while it is recallable at the revision its vector was computed for.
+
+Both caches are bounded alike (``_ScopeLRU``: ``CACHE_SCOPES`` scopes, ``CACHE_MAX_VECTORS``
+vectors each, least recently used first out).
 
 The two ranking functions are the interface every vector search path implements
 (``powercontext.search.vector_backend`` chooses one): ``rank_memory`` returns the head revision
@@ -17,9 +27,9 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from django.db import connection
@@ -41,6 +51,48 @@ CACHE_SCOPES = 32
 CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
 
 
+_V = TypeVar("_V")
+
+
+class _ScopeLRU(Generic[_V]):
+    """Cached values per scope, least recently used evicted first once there are more than
+    ``CACHE_SCOPES`` or they hold more than ``CACHE_MAX_VECTORS`` vectors (the entry just put
+    stays even alone above that bound). Values are immutable; the lock guards the dict only."""
+
+    def __init__(self, size: Callable[[_V], int]) -> None:
+        self._size = size
+        self._entries: OrderedDict[str, _V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, scope_id: str) -> _V | None:
+        with self._lock:
+            value = self._entries.get(scope_id)
+            if value is not None:
+                self._entries.move_to_end(scope_id)
+            return value
+
+    def __getitem__(self, scope_id: str) -> _V:
+        with self._lock:
+            return self._entries[scope_id]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def put(self, scope_id: str, value: _V) -> None:
+        with self._lock:
+            self._entries[scope_id] = value
+            self._entries.move_to_end(scope_id)
+            while len(self._entries) > CACHE_SCOPES or (
+                len(self._entries) > 1 and sum(map(self._size, self._entries.values())) > CACHE_MAX_VECTORS
+            ):
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
 @dataclass(frozen=True)
 class _ScopeVectors:
     revision: int
@@ -49,13 +101,12 @@ class _ScopeVectors:
     matrix: np.ndarray[Any, np.dtype[np.float32]]
 
 
-_cache: OrderedDict[str, _ScopeVectors] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: _ScopeLRU[_ScopeVectors] = _ScopeLRU(lambda v: len(v.membership_ids))
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
+    _cache.clear()
+    _experience_cache.clear()
 
 
 def _head_and_max_id(scope_id: str) -> tuple[int, int]:
@@ -122,24 +173,16 @@ def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
     revision, max_id = _head_and_max_id(scope_id)
     if revision == 0:
         return None
-    with _cache_lock:
-        cached = _cache.get(scope_id)
-        if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
-            _cache.move_to_end(scope_id)
-            return cached
+    cached = _cache.get(scope_id)
+    if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
+        return cached
     # A write moves the head; the after-commit embedder only adds vectors (larger ids, inserted
     # under the head's lock, so in commit order): both are caught up by reading what changed.
     if cached is not None and revision >= cached.revision and max_id >= cached.max_id:
         loaded = _refresh(cached, scope_id, revision, max_id, model_id)
     else:  # first read, or vectors changed without a write (a rebuild): read them all
         loaded = _load(scope_id, revision, max_id, model_id)
-    with _cache_lock:
-        _cache[scope_id] = loaded
-        _cache.move_to_end(scope_id)
-        while len(_cache) > CACHE_SCOPES or (
-            len(_cache) > 1 and sum(len(v.membership_ids) for v in _cache.values()) > CACHE_MAX_VECTORS
-        ):
-            _cache.popitem(last=False)
+    _cache.put(scope_id, loaded)
     return loaded
 
 
@@ -161,37 +204,165 @@ def rank_memory(
     return vectors.revision, [(int(vectors.membership_ids[i]), max(0.0, float(scores[i]))) for i in order]
 
 
-_EXPERIENCE_VECTORS_SQL = (
-    f"SELECT a.id, a.artifact_id, a.current_revision, r.content, x.vector"
-    f" FROM {ExperienceVector._meta.db_table} x"
-    f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
-    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+# -- Experience -------------------------------------------------------------------------------------
+
+# (vector id, head pk, revision): what identifies an ExperienceVector row's content. A row is never
+# updated; ids come from AUTOINCREMENT (SQLite) or a sequence (PostgreSQL), never handed out twice.
+_Key = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class _ScopeExperience:
+    model_id: str
+    key: tuple[_Key, ...]  # every vector row of the scope (any model), by vector id
+    vector_ids: np.ndarray[Any, np.dtype[np.int64]]  # the rows of ``model_id``, one per matrix row
+    head_pks: np.ndarray[Any, np.dtype[np.int64]]
+    revisions: np.ndarray[Any, np.dtype[np.int64]]
+    artifact_ids: tuple[str, ...]
+    matrix: np.ndarray[Any, np.dtype[np.float32]]
+
+
+_experience_cache: _ScopeLRU[_ScopeExperience] = _ScopeLRU(lambda v: len(v.head_pks))
+
+_EXPERIENCE_KEY_SQL = (
+    f"SELECT x.id, x.head_id, x.revision FROM {ExperienceVector._meta.db_table} x"
+    f" WHERE x.scope_id = %s ORDER BY x.id"
 )
+_EXPERIENCE_ROWS_SQL = (
+    f"SELECT x.id, x.head_id, x.revision, x.model, a.artifact_id, x.vector"
+    f" FROM {ExperienceVector._meta.db_table} x JOIN {Artifact._meta.db_table} a ON a.id = x.head_id"
+    f" WHERE x.scope_id = %s"
+)
+_EXPERIENCE_HITS_SQL = (
+    f"SELECT a.id, a.current_revision, r.content FROM {Artifact._meta.db_table} a"
+    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
+    f" WHERE a.scope_id = %s AND {recallable_experience_sql('a')} AND a.id IN ({{pks}})"
+)
+_DELTA_MAX = 256  # more rows added than this since the cached read: read the scope again
+
+
+def _experience_key(scope_id: str) -> tuple[_Key, ...]:
+    with connection.cursor() as cursor:
+        cursor.execute(_EXPERIENCE_KEY_SQL, [scope_id])
+        return tuple((int(i), int(h), int(r)) for i, h, r in cursor.fetchall())
+
+
+def _experience_entry(model_id: str, kept: _ScopeExperience | None, rows: Sequence[Any]) -> _ScopeExperience:
+    """The entry holding ``kept``'s matrix rows (already filtered) plus ``rows`` (id, head pk,
+    revision, model, artifact id, vector); its key lists exactly the rows it was built from."""
+    keys = [(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+    own = [r for r in rows if r[3] == model_id]
+    ids, matrix = _matrix([(r[0], r[5]) for r in own])
+    fresh = _ScopeExperience(
+        model_id,
+        tuple(keys),
+        ids,
+        np.fromiter((r[1] for r in own), dtype=np.int64, count=len(own)),
+        np.fromiter((r[2] for r in own), dtype=np.int64, count=len(own)),
+        tuple(str(r[4]) for r in own),
+        matrix,
+    )
+    if kept is None:
+        return fresh
+    return _ScopeExperience(
+        model_id,
+        tuple(sorted((*kept.key, *fresh.key))),
+        np.concatenate([kept.vector_ids, fresh.vector_ids]),
+        np.concatenate([kept.head_pks, fresh.head_pks]),
+        np.concatenate([kept.revisions, fresh.revisions]),
+        kept.artifact_ids + fresh.artifact_ids,
+        np.concatenate([kept.matrix, fresh.matrix]),
+    )
+
+
+def _without(cached: _ScopeExperience, gone: Iterable[_Key]) -> _ScopeExperience:
+    """``cached`` without the rows ``gone``."""
+    gone_set = set(gone)
+    gone_ids = np.asarray(sorted(key[0] for key in gone_set), dtype=np.int64)
+    keep = ~np.isin(cached.vector_ids, gone_ids)
+    return _ScopeExperience(
+        cached.model_id,
+        tuple(key for key in cached.key if key not in gone_set),
+        cached.vector_ids[keep],
+        cached.head_pks[keep],
+        cached.revisions[keep],
+        tuple(a for a, k in zip(cached.artifact_ids, keep.tolist(), strict=True) if k),
+        cached.matrix[keep],
+    )
+
+
+def _scope_experience(scope_id: str, model_id: str) -> _ScopeExperience:
+    """The scope's Experience vectors as of the key read now: from the cache when its key is the
+    same, else the cached rows still present plus the rows added since (or all rows, read
+    again). The entry's key is built from what was read, so a write racing the reads only makes
+    the next call read again."""
+    key = _experience_key(scope_id)
+    cached = _experience_cache.get(scope_id)
+    if cached is not None and cached.model_id != model_id:
+        cached = None
+    if cached is not None and cached.key == key:
+        return cached
+    added = sorted(set(key) - set(cached.key)) if cached is not None else []
+    with connection.cursor() as cursor:
+        if cached is not None and len(added) <= _DELTA_MAX:
+            rows: list[Any] = []
+            if added:
+                placeholders = ", ".join(["%s"] * len(added))
+                cursor.execute(
+                    _EXPERIENCE_ROWS_SQL + f" AND x.id IN ({placeholders}) ORDER BY x.id",
+                    [scope_id, *[k[0] for k in added]],
+                )
+                rows = cursor.fetchall()
+            loaded = _experience_entry(model_id, _without(cached, set(cached.key) - set(key)), rows)
+        else:  # first read, another model, or much added: read them all
+            cursor.execute(_EXPERIENCE_ROWS_SQL + " ORDER BY x.id", [scope_id])
+            loaded = _experience_entry(model_id, None, cursor.fetchall())
+    _experience_cache.put(scope_id, loaded)
+    return loaded
+
+
+def _experience_hits(scope_id: str, pks: Sequence[int]) -> dict[int, tuple[int, Any]]:
+    """head pk -> (current revision, content) of those of ``pks`` still recallable: one statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(_EXPERIENCE_HITS_SQL.format(pks=", ".join(["%s"] * len(pks))), [scope_id, *pks])
+        return {int(pk): (int(revision), content) for pk, revision, content in cursor.fetchall()}
 
 
 def rank_experience(
     scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
 ) -> list[ExperienceSearchRow]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
-    by head pk), each at the revision its vector was computed for. Read in one statement, no
-    cache: Experience heads are few (docs/retrieval.md)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_EXPERIENCE_VECTORS_SQL, [scope_id, scope_id, model_id])
-        rows = cursor.fetchall()
-    if not rows:
+    by head pk), each at the revision its vector was computed for. The vectors come from the
+    per-scope cache (one key query per call); the best are then read by one statement, and a
+    head no longer recallable at its vector's revision (a write since the key read) is passed
+    over for the next best, so the answer is the ranking of the rows as the hits read finds them."""
+    if limit < 1:
         return []
-    _, matrix = _matrix([(row[0], row[4]) for row in rows])
-    scores = matrix @ query_vector
-    order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), int(rows[i][0])))[:limit]
-    return [
-        ExperienceSearchRow(
-            artifact_pk=int(rows[i][0]),
-            family=EXPERIENCE_FAMILY,
-            artifact_id=str(rows[i][1]),
-            revision=int(rows[i][2]),
-            content=json.loads(rows[i][3]) if isinstance(rows[i][3], str) else rows[i][3],
-            score=max(0.0, float(scores[i])),
-        )
-        for i in order
-    ]
+    vectors = _scope_experience(scope_id, model_id)
+    if not len(vectors.head_pks):
+        return []
+    scores = vectors.matrix @ query_vector
+    order = np.lexsort((vectors.head_pks, -scores)).tolist()
+    found: list[ExperienceSearchRow] = []
+    start, chunk = 0, limit
+    while len(found) < limit and start < len(order):
+        batch = order[start : start + chunk]
+        start, chunk = start + chunk, chunk * 2
+        heads = _experience_hits(scope_id, [int(vectors.head_pks[i]) for i in batch])
+        for i in batch:
+            pk, revision = int(vectors.head_pks[i]), int(vectors.revisions[i])
+            head = heads.get(pk)
+            if head is None or head[0] != revision or len(found) == limit:
+                continue
+            content = head[1]
+            found.append(
+                ExperienceSearchRow(
+                    artifact_pk=pk,
+                    family=EXPERIENCE_FAMILY,
+                    artifact_id=vectors.artifact_ids[i],
+                    revision=revision,
+                    content=json.loads(content) if isinstance(content, str) else content,
+                    score=max(0.0, float(scores[i])),
+                )
+            )
+    return found
