@@ -5,14 +5,19 @@ both databases."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import numpy as np
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Count, Max
+from django.test.utils import CaptureQueriesContext
 
 from powercontext import search
-from powercontext.models import Artifact, ExperienceVector
-from powercontext.search import embedding, pending, rebuild
+from powercontext.models import Artifact, ArtifactRevision, ExperienceVector
+from powercontext.search import embedding, pending, rebuild, vector_inprocess
+from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
 from powercontext.selectors.context import context_candidates
 from review import services as review
 from tests.review.factories import make_approved, make_candidate, make_reviewer, result_ref
@@ -208,3 +213,220 @@ def test_prepare_output_is_byte_identical_for_identical_inputs(embeddings: Any, 
 
     assert first["content"] == second["content"]
     assert STATUE["lesson"] in first["content"]
+
+
+# -- the in-process cache of a scope's Experience vectors ---------------------------------------
+
+# The ranking as read before the cache existed: every vector of the scope joined to its head at
+# the vector's revision and to that revision's content, the recallable rule re-checked, in one
+# statement; ranked by cosine, ties by head pk.
+_UNCACHED_SQL = (
+    f"SELECT a.id, a.artifact_id, a.current_revision, r.content, x.vector"
+    f" FROM {ExperienceVector._meta.db_table} x"
+    f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
+    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
+    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+)
+
+
+def uncached(scope: str, query_vector: Any, limit: int) -> list[tuple[int, str, int, Any, float]]:
+    with connection.cursor() as cursor:
+        cursor.execute(_UNCACHED_SQL, [scope, scope, embedding.MODEL_ID])
+        rows = cursor.fetchall()
+    scored = [(float(np.dot(embedding.from_bytes(row[4]), query_vector)), int(row[0]), row) for row in rows]
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [
+        (pk, str(row[1]), int(row[2]), json.loads(row[3]) if isinstance(row[3], str) else row[3], score)
+        for score, pk, row in scored[:limit]
+    ]
+
+
+def cached(scope: str, query_vector: Any, limit: int) -> list[tuple[int, str, int, Any, float]]:
+    return [
+        (row.artifact_pk, row.artifact_id, row.revision, row.content, row.score)
+        for row in vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query_vector, limit)
+    ]
+
+
+def assert_same_ranking(scope: str, query_vector: Any, limit: int = 32) -> list[int]:
+    got, want = cached(scope, query_vector, limit), uncached(scope, query_vector, limit)
+    assert [row[:4] for row in got] == [row[:4] for row in want]
+    assert [row[4] for row in got] == pytest.approx([max(0.0, row[4]) for row in want], abs=1e-5)
+    return [row[0] for row in got]
+
+
+def unit(rng: np.random.Generator) -> Any:
+    vector = rng.standard_normal(embedding.DIMENSIONS).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def seed_heads(
+    scope: str, count: int, rng: np.random.Generator, start: int = 0, vector_ids: list[int] | None = None
+) -> list[Artifact]:
+    """Recallable heads at revision 1 with a random vector each, written directly (no model)."""
+    heads = []
+    for i, n in enumerate(range(start, start + count)):
+        head = Artifact.objects.create(
+            scope_id=scope,
+            family=EXPERIENCE_FAMILY,
+            artifact_id=f"exp_{n}",
+            current_revision=1,
+            searchable_text=f"lesson {n}",
+        )
+        ArtifactRevision.objects.create(
+            head=head,
+            scope_id=scope,
+            family=EXPERIENCE_FAMILY,
+            artifact_id=head.artifact_id,
+            revision=1,
+            content={"situation": f"situation {n}"},
+            searchable_text=head.searchable_text,
+        )
+        ExperienceVector.objects.create(
+            pk=vector_ids[i] if vector_ids else None,
+            head=head,
+            revision=1,
+            scope_id=scope,
+            model=embedding.MODEL_ID,
+            vector=embedding.to_bytes(unit(rng)),
+        )
+        heads.append(head)
+    return heads
+
+
+def queries_of(call: Any) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    return len(captured.captured_queries)
+
+
+@pytest.mark.django_db
+def test_the_cached_ranking_equals_a_full_read_after_approve_revise_retire_and_rebuild(
+    embeddings: Any, settings: Any
+) -> None:
+    query = embeddings.embed_query(QUERY)
+    approve("ev", DASHBOARD)
+    for proposal in FILLER:
+        approve("ev", proposal)
+    approved, first = make_approved("ev", proposal=STATUE)
+    statue = Artifact.objects.get(pk=approved.result_head_id)
+    assert assert_same_ranking("ev", query)[:1] == [statue.pk]  # cold: the scope is read
+
+    approve("ev", {**STATUE, "situation": "a bronze sculpture of a stallion"})  # approve
+    assert len(assert_same_ranking("ev", query)) == 6
+
+    candidate = make_candidate(  # a new revision of the statue
+        "ev", proposal={**STATUE, "lesson": "patience with stone"}, artifact_refs=[first], target=first
+    )
+    review.candidate_approve(
+        scope_id="ev", candidate_id=candidate.candidate_id, expected_version=1, reviewer=make_reviewer()
+    )
+    assert_same_ranking("ev", query)
+    assert [row[2] for row in cached("ev", query, 32) if row[0] == statue.pk] == [2]
+
+    with transaction.atomic():  # retire the statue, as a retiring writer would
+        statue.refresh_from_db()
+        statue.state = Artifact.State.RETIRED
+        statue.save(update_fields=["state"])
+        search.index_experience_head(statue)
+    assert statue.pk not in assert_same_ranking("ev", query)
+
+    dashboard = Artifact.objects.get(scope_id="ev", searchable_text__contains="dashboard")
+    ExperienceVector.objects.filter(head_id=dashboard.pk).delete()  # a lost vector, then repair
+    assert dashboard.pk not in assert_same_ranking("ev", query)
+    settings.POWERCONTEXT_EMBED_WRITES = "async"
+    assert pending.embed_pending("ev", until_done=True).written == 1  # the embedder: no cache reset
+    assert dashboard.pk in assert_same_ranking("ev", query)
+    ExperienceVector.objects.filter(head_id=dashboard.pk).delete()
+    assert rebuild.rebuild_vectors(scope_id="ev") == 1
+    assert dashboard.pk in assert_same_ranking("ev", query)
+
+
+@pytest.mark.django_db
+def test_a_warm_cache_never_returns_a_retired_or_superseded_head() -> None:
+    rng = np.random.default_rng(7)
+    heads = seed_heads("ev", 6, rng)
+    retired, superseded = heads[0], heads[1]
+    query = embedding.from_bytes(ExperienceVector.objects.get(head=retired).vector)  # retired ranks first
+    superseded_vector = embedding.from_bytes(ExperienceVector.objects.get(head=superseded).vector)
+    query = (query + 0.9 * superseded_vector) / np.linalg.norm(query + 0.9 * superseded_vector)
+    assert assert_same_ranking("ev", query, 3)[:2] == [retired.pk, superseded.pk]  # warm
+
+    # Heads changed behind the cache, their vectors left in place (a write racing the key read,
+    # or a writer that skipped the index): the key is unchanged, the hits read catches both.
+    Artifact.objects.filter(pk=retired.pk).update(state=Artifact.State.RETIRED)
+    ArtifactRevision.objects.create(
+        head=superseded,
+        scope_id="ev",
+        family=EXPERIENCE_FAMILY,
+        artifact_id=superseded.artifact_id,
+        revision=2,
+        parent_revision=1,
+        content={"situation": "moved on"},
+    )
+    Artifact.objects.filter(pk=superseded.pk).update(current_revision=2)
+
+    found = assert_same_ranking("ev", query, 3)
+    assert retired.pk not in found and superseded.pk not in found and len(found) == 3
+    # From the warm cache: the key, the hits read of the best 3 (two dropped), of the next 6.
+    assert queries_of(lambda: vector_inprocess.rank_experience("ev", embedding.MODEL_ID, query, 3)) == 3
+    assert [row[2] for row in cached("ev", query, 6)] == [1, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_the_key_sees_a_change_that_keeps_the_count_and_the_largest_id() -> None:
+    """On PostgreSQL writers of two heads of one scope commit in either order: a vector whose id
+    is below the largest can appear while another disappears. The count and the largest id stay
+    the same; the key does not, so the cache is not used."""
+    rng = np.random.default_rng(11)
+    base = 10**9  # explicit ids, far above what the sequence hands out in a test run
+    heads = seed_heads("ev", 4, rng, vector_ids=[base + 100, base + 200, base + 300, base + 400])
+    query = unit(rng)
+    assert_same_ranking("ev", query)
+    before = ExperienceVector.objects.filter(scope_id="ev").aggregate(n=Count("id"), top=Max("id"))
+
+    late = seed_heads("ev", 1, rng, start=10, vector_ids=[base + 250])[0]  # committed late
+    ExperienceVector.objects.filter(head=heads[1]).delete()  # the other writer's delete
+
+    assert ExperienceVector.objects.filter(scope_id="ev").aggregate(n=Count("id"), top=Max("id")) == before
+    found = assert_same_ranking("ev", query)
+    assert late.pk in found and heads[1].pk not in found
+
+
+@pytest.mark.django_db
+def test_a_warm_call_reads_the_same_number_of_statements_at_5_and_50_heads() -> None:
+    rng = np.random.default_rng(3)
+    query = unit(rng)
+    counts = []
+    for scope, size in (("few", 5), ("many", 50)):
+        seed_heads(scope, size, rng, start=1000 * size)
+
+        def rank(scope: str = scope) -> None:
+            assert len(vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query, 4)) == 4
+
+        cold = queries_of(rank)
+        warm = [queries_of(rank) for _ in range(3)]
+        seed_heads(scope, 1, rng, start=1000 * size + 999)
+        delta = queries_of(rank)
+        counts.append((cold, warm, delta))
+    assert counts[0] == counts[1] == (3, [2, 2, 2], 3)  # key (+ read) + hits
+
+
+@pytest.mark.django_db
+def test_the_experience_cache_is_bounded_like_memorys(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    query = unit(rng)
+    for scope in ("s1", "s2", "s3"):
+        seed_heads(scope, 3, rng, start=100 * int(scope[1]))
+    monkeypatch.setattr(vector_inprocess, "CACHE_SCOPES", 2)
+    for scope in ("s1", "s2", "s1", "s3"):  # s2 is the least recently used when s3 arrives
+        vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query, 2)
+    assert len(vector_inprocess._experience_cache) == 2
+    assert vector_inprocess._experience_cache.get("s2") is None
+    assert vector_inprocess._experience_cache.get("s1") is not None
+
+    monkeypatch.setattr(vector_inprocess, "CACHE_SCOPES", 32)
+    monkeypatch.setattr(vector_inprocess, "CACHE_MAX_VECTORS", 5)  # one scope of 3 fits, not two
+    vector_inprocess.rank_experience("s2", embedding.MODEL_ID, query, 2)
+    assert len(vector_inprocess._experience_cache) == 1
+    assert vector_inprocess._experience_cache.get("s2") is not None
