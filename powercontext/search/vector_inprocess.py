@@ -206,15 +206,16 @@ def rank_memory(
 
 # -- Experience -------------------------------------------------------------------------------------
 
-# (vector id, head pk, revision): what identifies an ExperienceVector row's content. A row is never
-# updated; ids come from AUTOINCREMENT (SQLite) or a sequence (PostgreSQL), never handed out twice.
-_Key = tuple[int, int, int]
+# An ExperienceVector row is never updated, and its id is never handed out again (SQLite:
+# AUTOINCREMENT, which Django declares for BigAutoField; PostgreSQL: a sequence): the ids of a
+# scope's rows name its set of vectors.
 
 
 @dataclass(frozen=True)
 class _ScopeExperience:
     model_id: str
-    key: tuple[_Key, ...]  # every vector row of the scope (any model), by vector id
+    key: tuple[int, ...]  # the ids of every vector row of the scope (any model), ascending
+    key_text: str  # the same, as the key query reads them when in ascending order
     vector_ids: np.ndarray[Any, np.dtype[np.int64]]  # the rows of ``model_id``, one per matrix row
     head_pks: np.ndarray[Any, np.dtype[np.int64]]
     revisions: np.ndarray[Any, np.dtype[np.int64]]
@@ -224,38 +225,71 @@ class _ScopeExperience:
 
 _experience_cache: _ScopeLRU[_ScopeExperience] = _ScopeLRU(lambda v: len(v.head_pks))
 
+# The key: the scope's vector ids as one comma-separated text, aggregated in the database (SQLite
+# reads them from the scope index alone). Equal texts are equal sets of ids whatever the order.
 _EXPERIENCE_KEY_SQL = (
-    f"SELECT x.id, x.head_id, x.revision FROM {ExperienceVector._meta.db_table} x"
-    f" WHERE x.scope_id = %s ORDER BY x.id"
+    "SELECT {ids} AS ids FROM " + ExperienceVector._meta.db_table + " x WHERE x.scope_id = %s"
+)
+_IDS_AGGREGATE = {
+    "postgresql": "string_agg(CAST(x.id AS text), ',' ORDER BY x.id)",
+    "sqlite": "group_concat(x.id, ',')",  # in index order: ascending ids
+}
+_EXPERIENCE_HITS_SQL = (
+    f"SELECT a.id, a.current_revision, r.content FROM {Artifact._meta.db_table} a"
+    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
+    f" WHERE a.scope_id = %s AND {recallable_experience_sql('a')} AND a.id IN ({{pks}})"
 )
 _EXPERIENCE_ROWS_SQL = (
     f"SELECT x.id, x.head_id, x.revision, x.model, a.artifact_id, x.vector"
     f" FROM {ExperienceVector._meta.db_table} x JOIN {Artifact._meta.db_table} a ON a.id = x.head_id"
     f" WHERE x.scope_id = %s"
 )
-_EXPERIENCE_HITS_SQL = (
-    f"SELECT a.id, a.current_revision, r.content FROM {Artifact._meta.db_table} a"
-    f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE a.scope_id = %s AND {recallable_experience_sql('a')} AND a.id IN ({{pks}})"
-)
 _DELTA_MAX = 256  # more rows added than this since the cached read: read the scope again
 
+_Hits = dict[int, tuple[int, Any]]  # head pk -> (current revision, content) of recallable heads
 
-def _experience_key(scope_id: str) -> tuple[_Key, ...]:
+
+def _key_and_hits(scope_id: str, pks: Sequence[int]) -> tuple[str, _Hits]:
+    """The scope's key and the hits among ``pks`` (none: the key alone), in one statement (one
+    snapshot): the warm call's only read."""
+    sql = _EXPERIENCE_KEY_SQL.format(ids=_IDS_AGGREGATE[connection.vendor])
+    params: list[Any] = [scope_id]
+    if pks:
+        hits = _EXPERIENCE_HITS_SQL.format(pks=", ".join(["%s"] * len(pks)))
+        sql = f"SELECT k.ids, NULL, NULL, NULL FROM ({sql}) k UNION ALL SELECT NULL, h.* FROM ({hits}) h"
+        params = [scope_id, scope_id, *pks]
     with connection.cursor() as cursor:
-        cursor.execute(_EXPERIENCE_KEY_SQL, [scope_id])
-        return tuple((int(i), int(h), int(r)) for i, h, r in cursor.fetchall())
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    # The key's row (NULL: the scope has no vector) and the hits' rows, in any order.
+    key = next((row[0] for row in rows if row[0] is not None), "")
+    return key, {row[1]: (row[2], row[3]) for row in rows if len(row) > 1 and row[1] is not None}
+
+
+def _key_text(ids: Iterable[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def _key_ids(text: str) -> tuple[int, ...]:
+    return tuple(sorted(int(part) for part in text.split(","))) if text else ()
+
+
+def _hits(scope_id: str, pks: Sequence[int]) -> _Hits:
+    with connection.cursor() as cursor:
+        cursor.execute(_EXPERIENCE_HITS_SQL.format(pks=", ".join(["%s"] * len(pks))), [scope_id, *pks])
+        return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
 
 
 def _experience_entry(model_id: str, kept: _ScopeExperience | None, rows: Sequence[Any]) -> _ScopeExperience:
-    """The entry holding ``kept``'s matrix rows (already filtered) plus ``rows`` (id, head pk,
-    revision, model, artifact id, vector); its key lists exactly the rows it was built from."""
-    keys = [(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+    """The entry holding ``kept``'s matrix rows plus ``rows`` (id, head pk, revision, model,
+    artifact id, vector); its key lists exactly the rows it was built from."""
     own = [r for r in rows if r[3] == model_id]
     ids, matrix = _matrix([(r[0], r[5]) for r in own])
+    key = tuple(int(r[0]) for r in rows)
     fresh = _ScopeExperience(
         model_id,
-        tuple(keys),
+        key,
+        _key_text(key),
         ids,
         np.fromiter((r[1] for r in own), dtype=np.int64, count=len(own)),
         np.fromiter((r[2] for r in own), dtype=np.int64, count=len(own)),
@@ -264,9 +298,11 @@ def _experience_entry(model_id: str, kept: _ScopeExperience | None, rows: Sequen
     )
     if kept is None:
         return fresh
+    merged = tuple(sorted((*kept.key, *fresh.key)))
     return _ScopeExperience(
         model_id,
-        tuple(sorted((*kept.key, *fresh.key))),
+        merged,
+        _key_text(merged),
         np.concatenate([kept.vector_ids, fresh.vector_ids]),
         np.concatenate([kept.head_pks, fresh.head_pks]),
         np.concatenate([kept.revisions, fresh.revisions]),
@@ -275,14 +311,15 @@ def _experience_entry(model_id: str, kept: _ScopeExperience | None, rows: Sequen
     )
 
 
-def _without(cached: _ScopeExperience, gone: Iterable[_Key]) -> _ScopeExperience:
-    """``cached`` without the rows ``gone``."""
+def _without(cached: _ScopeExperience, gone: Iterable[int]) -> _ScopeExperience:
+    """``cached`` without the rows of the vector ids ``gone``."""
     gone_set = set(gone)
-    gone_ids = np.asarray(sorted(key[0] for key in gone_set), dtype=np.int64)
-    keep = ~np.isin(cached.vector_ids, gone_ids)
+    keep = ~np.isin(cached.vector_ids, np.asarray(sorted(gone_set), dtype=np.int64))
+    ids = tuple(pk for pk in cached.key if pk not in gone_set)
     return _ScopeExperience(
         cached.model_id,
-        tuple(key for key in cached.key if key not in gone_set),
+        ids,
+        _key_text(ids),
         cached.vector_ids[keep],
         cached.head_pks[keep],
         cached.revisions[keep],
@@ -291,17 +328,12 @@ def _without(cached: _ScopeExperience, gone: Iterable[_Key]) -> _ScopeExperience
     )
 
 
-def _scope_experience(scope_id: str, model_id: str) -> _ScopeExperience:
-    """The scope's Experience vectors as of the key read now: from the cache when its key is the
-    same, else the cached rows still present plus the rows added since (or all rows, read
-    again). The entry's key is built from what was read, so a write racing the reads only makes
-    the next call read again."""
-    key = _experience_key(scope_id)
-    cached = _experience_cache.get(scope_id)
-    if cached is not None and cached.model_id != model_id:
-        cached = None
-    if cached is not None and cached.key == key:
-        return cached
+def _read_experience(
+    scope_id: str, model_id: str, cached: _ScopeExperience | None, key: tuple[int, ...]
+) -> _ScopeExperience:
+    """A new entry for the scope: ``cached`` without the rows missing from ``key`` plus the rows
+    added in it (O(changes)), or, with no usable entry or much added, every row. The entry's key
+    is built from what was read, so a write racing the reads only makes the next call read again."""
     added = sorted(set(key) - set(cached.key)) if cached is not None else []
     with connection.cursor() as cursor:
         if cached is not None and len(added) <= _DELTA_MAX:
@@ -310,45 +342,49 @@ def _scope_experience(scope_id: str, model_id: str) -> _ScopeExperience:
                 placeholders = ", ".join(["%s"] * len(added))
                 cursor.execute(
                     _EXPERIENCE_ROWS_SQL + f" AND x.id IN ({placeholders}) ORDER BY x.id",
-                    [scope_id, *[k[0] for k in added]],
+                    [scope_id, *added],
                 )
                 rows = cursor.fetchall()
             loaded = _experience_entry(model_id, _without(cached, set(cached.key) - set(key)), rows)
-        else:  # first read, another model, or much added: read them all
+        else:
             cursor.execute(_EXPERIENCE_ROWS_SQL + " ORDER BY x.id", [scope_id])
             loaded = _experience_entry(model_id, None, cursor.fetchall())
     _experience_cache.put(scope_id, loaded)
     return loaded
 
 
-def _experience_hits(scope_id: str, pks: Sequence[int]) -> dict[int, tuple[int, Any]]:
-    """head pk -> (current revision, content) of those of ``pks`` still recallable: one statement."""
-    with connection.cursor() as cursor:
-        cursor.execute(_EXPERIENCE_HITS_SQL.format(pks=", ".join(["%s"] * len(pks))), [scope_id, *pks])
-        return {int(pk): (int(revision), content) for pk, revision, content in cursor.fetchall()}
-
-
 def rank_experience(
     scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
 ) -> list[ExperienceSearchRow]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
-    by head pk), each at the revision its vector was computed for. The vectors come from the
-    per-scope cache (one key query per call); the best are then read by one statement, and a
-    head no longer recallable at its vector's revision (a write since the key read) is passed
-    over for the next best, so the answer is the ranking of the rows as the hits read finds them."""
+    by head pk), each at the revision its vector was computed for.
+
+    Warm, one statement: the cached vectors are ranked, then the scope's key and the best
+    ``limit`` heads are read together; if the key is the cached one those heads are the answer,
+    else the change is read and the ranking done again. Cold: every row, then the heads. A head
+    not recallable at its vector's revision (a write since the vectors were read) is passed over
+    for the next best, so the answer is the ranking of the rows the heads read agrees with."""
     if limit < 1:
         return []
-    vectors = _scope_experience(scope_id, model_id)
-    if not len(vectors.head_pks):
-        return []
-    scores = vectors.matrix @ query_vector
-    order = np.lexsort((vectors.head_pks, -scores)).tolist()
+    cached = _experience_cache.get(scope_id)
+    vectors = cached if cached is not None and cached.model_id == model_id else None
+    if vectors is None:
+        vectors = _read_experience(scope_id, model_id, None, ())
+    heads: _Hits | None = None
+    order, scores = _experience_order(vectors, query_vector)
+    if vectors is cached:
+        key_text, heads = _key_and_hits(scope_id, [int(vectors.head_pks[i]) for i in order[:limit]])
+        key = vectors.key if key_text == vectors.key_text else _key_ids(key_text)
+        if key != vectors.key:
+            vectors, heads = _read_experience(scope_id, model_id, vectors, key), None
+            order, scores = _experience_order(vectors, query_vector)
     found: list[ExperienceSearchRow] = []
     start, chunk = 0, limit
     while len(found) < limit and start < len(order):
         batch = order[start : start + chunk]
         start, chunk = start + chunk, chunk * 2
-        heads = _experience_hits(scope_id, [int(vectors.head_pks[i]) for i in batch])
+        if heads is None:
+            heads = _hits(scope_id, [int(vectors.head_pks[i]) for i in batch])
         for i in batch:
             pk, revision = int(vectors.head_pks[i]), int(vectors.revisions[i])
             head = heads.get(pk)
@@ -365,4 +401,13 @@ def rank_experience(
                     score=max(0.0, float(scores[i])),
                 )
             )
+        heads = None
     return found
+
+
+def _experience_order(
+    vectors: _ScopeExperience, query_vector: np.ndarray[Any, Any]
+) -> tuple[list[int], np.ndarray[Any, Any]]:
+    """Matrix rows by cosine to the query, best first, ties by head pk; and the cosines."""
+    scores = vectors.matrix @ query_vector
+    return [int(i) for i in np.lexsort((vectors.head_pks, -scores))], scores
