@@ -5,15 +5,16 @@ largest vector id): any write moves the head and any rebuild adds rows, so a sta
 never used; after a write only what changed since the cached head is read. The query vector is
 then multiplied with the matrix (exact cosine: vectors are unit length).
 
-A scope's Experience vectors are cached the same way, as (head pk, artifact id, revision,
-vector) rows keyed by the (vector id, head pk, revision) triples of every ``ExperienceVector``
-row of the scope, read by one indexed query per call: a row is never updated, only deleted or
-inserted with a new id, so the triples differ whenever the set of rows does (a count and the
-largest id would not: writers of two heads of a scope commit in either order on PostgreSQL).
-After a change only the rows added since are read. The hits are then read by one statement that
-keeps a head only while it is recallable at the revision its vector was computed for.
+A scope's Experience vectors are cached too, as (head pk, artifact id, revision, vector) rows,
+keyed by the ids of all the scope's ``ExperienceVector`` rows: a row is never updated, only
+deleted, or inserted with an id never handed out before, so the ids differ whenever the set of
+rows does (a count and the largest id would not: writers of two heads of one scope commit in
+either order on PostgreSQL). A warm call is one statement: the ids, aggregated into one text,
+and the content of the best heads of the cached ranking; a head is kept only while it is
+recallable at the revision its vector was computed for. After a change only the rows added
+since are read, and the ranking is done again.
 
-Both caches are bounded alike (``_ScopeLRU``: ``CACHE_SCOPES`` scopes, ``CACHE_MAX_VECTORS``
+Both caches are bounded alike (``_ScopeLRU``: ``CACHE_SCOPES`` scopes and ``CACHE_MAX_VECTORS``
 vectors each, least recently used first out).
 
 The two ranking functions are the interface every vector search path implements
@@ -29,6 +30,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -215,7 +217,7 @@ def rank_memory(
 class _ScopeExperience:
     model_id: str
     key: tuple[int, ...]  # the ids of every vector row of the scope (any model), ascending
-    key_text: str  # the same, as the key query reads them when in ascending order
+    key_text: str  # the same as the key query reads them: comma-separated, ascending
     vector_ids: np.ndarray[Any, np.dtype[np.int64]]  # the rows of ``model_id``, one per matrix row
     head_pks: np.ndarray[Any, np.dtype[np.int64]]
     revisions: np.ndarray[Any, np.dtype[np.int64]]
@@ -323,7 +325,7 @@ def _without(cached: _ScopeExperience, gone: Iterable[int]) -> _ScopeExperience:
         cached.vector_ids[keep],
         cached.head_pks[keep],
         cached.revisions[keep],
-        tuple(a for a, k in zip(cached.artifact_ids, keep.tolist(), strict=True) if k),
+        tuple(compress(cached.artifact_ids, keep.tolist())),
         cached.matrix[keep],
     )
 
@@ -373,7 +375,7 @@ def rank_experience(
     heads: _Hits | None = None
     order, scores = _experience_order(vectors, query_vector)
     if vectors is cached:
-        key_text, heads = _key_and_hits(scope_id, [int(vectors.head_pks[i]) for i in order[:limit]])
+        key_text, heads = _key_and_hits(scope_id, vectors.head_pks[order[:limit]].tolist())
         key = vectors.key if key_text == vectors.key_text else _key_ids(key_text)
         if key != vectors.key:
             vectors, heads = _read_experience(scope_id, model_id, vectors, key), None
@@ -383,10 +385,10 @@ def rank_experience(
     while len(found) < limit and start < len(order):
         batch = order[start : start + chunk]
         start, chunk = start + chunk, chunk * 2
+        pks, revisions = vectors.head_pks[batch].tolist(), vectors.revisions[batch].tolist()
         if heads is None:
-            heads = _hits(scope_id, [int(vectors.head_pks[i]) for i in batch])
-        for i in batch:
-            pk, revision = int(vectors.head_pks[i]), int(vectors.revisions[i])
+            heads = _hits(scope_id, pks)
+        for i, pk, revision in zip(batch, pks, revisions, strict=True):
             head = heads.get(pk)
             if head is None or head[0] != revision or len(found) == limit:
                 continue
@@ -410,4 +412,5 @@ def _experience_order(
 ) -> tuple[list[int], np.ndarray[Any, Any]]:
     """Matrix rows by cosine to the query, best first, ties by head pk; and the cosines."""
     scores = vectors.matrix @ query_vector
-    return [int(i) for i in np.lexsort((vectors.head_pks, -scores))], scores
+    order: list[int] = np.lexsort((vectors.head_pks, -scores)).tolist()
+    return order, scores
