@@ -45,8 +45,6 @@ RRF_K = 5
 FTS_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.8
 FUSION_DEPTH = 32  # candidates taken from each ranking before fusion
-CACHE_SCOPES = 32
-CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
 
 
 def available_modes() -> tuple[str, ...]:
