@@ -32,7 +32,7 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class VectorBackend:
-    search: str  # the path vector search takes: always IN_PROCESS for now
+    search: str  # the path vector search takes: IN_PROCESS, or "sqlite-vec <version>" on SQLite
     pgvector: str | None  # the installed extension's version; None when absent or not PostgreSQL
     vendor: str
     # SQLite: the sqlite-vec version loaded into the connection; None when not loaded

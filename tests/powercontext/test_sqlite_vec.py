@@ -316,3 +316,39 @@ def test_on_the_standard_library_driver_vector_search_runs_in_process(tmp_path: 
     }
     assert result["ranker"] == "powercontext.search.vector_inprocess"
     assert result["found"] == ["Ann painted a sunrise over the lake"]
+
+
+# --- the benchmark --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_benchmark_times_prepare_on_both_paths_in_one_run(embeddings: Any, tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    call_command(
+        "bench",
+        "--sections",
+        "store",
+        "--sizes",
+        "30",
+        "--samples",
+        "4",
+        "--json",
+        str(out),
+        stdout=io.StringIO(),
+    )
+    store = json.loads(out.read_text())["store"]
+    row = store["sizes"]["30"]
+
+    if connection.vendor != "sqlite" or sqlite_vec_loaded() is None:
+        assert "vector_paths" not in row and not EXPECT_SQLITE_VEC
+        return
+    assert store["driver"] == "pysqlite3"
+    paths = row["vector_paths"]
+    assert paths["version"] == sqlite_vec_loaded()
+    for name in ("sqlite-vec", "in-process"):
+        assert set(paths[name]) == {"prepare_p50_ms", "prepare_p95_ms", "rank_p50_ms", "rank_p95_ms"}
+        assert 0 < paths[name]["prepare_p50_ms"] <= paths[name]["prepare_p95_ms"]
+    assert paths["prepare_p50_sqlite_vec_vs_in_process"] == pytest.approx(
+        paths["sqlite-vec"]["prepare_p50_ms"] / paths["in-process"]["prepare_p50_ms"], abs=0.01
+    )
+    assert paths["in_process_first_rank_ms"] > 0
