@@ -282,12 +282,14 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
     raise ImproperlyConfigured(
         f"POWERCONTEXT_EMBED_WRITES must be async or sync, got {POWERCONTEXT_EMBED_WRITES!r}"
     )
-# Which path ranks vectors: auto = the database's own when it has one (sqlite-vec loaded into
-# SQLite, pgvector installed in PostgreSQL), else exact in process; in-process = always in process.
+# Which path ranks vectors: auto = the database's own when it has one (pgvector installed in
+# PostgreSQL), else exact in process; on SQLite auto stays in process (sqlite-vec measured slower:
+# docs/retrieval.md "sqlite-vec on SQLite"); sqlite-vec = sqlite-vec on SQLite when it is loaded;
+# in-process = always in process.
 POWERCONTEXT_VECTOR_SEARCH = os.environ.get("POWERCONTEXT_VECTOR_SEARCH", "auto").strip() or "auto"
-if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process"}:
+if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process", "sqlite-vec"}:
     raise ImproperlyConfigured(
-        f"POWERCONTEXT_VECTOR_SEARCH must be auto or in-process, got {POWERCONTEXT_VECTOR_SEARCH!r}"
+        f"POWERCONTEXT_VECTOR_SEARCH must be auto, in-process or sqlite-vec, got {POWERCONTEXT_VECTOR_SEARCH!r}"
     )
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.

@@ -2,7 +2,8 @@
 
 Vector search is exact (``powercontext.search.vectors``). On SQLite it runs in the database with
 sqlite-vec (``vector_sqlitevec``) when ``powercontext.db.sqlite3`` loaded it into the connection
-and ``POWERCONTEXT_VECTOR_SEARCH`` is ``auto``; otherwise in process (``vector_inprocess``). On
+and ``POWERCONTEXT_VECTOR_SEARCH`` is ``sqlite-vec`` (or ``auto`` once ``SQLITE_VEC_BY_DEFAULT``);
+otherwise in process (``vector_inprocess``). On
 PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed; this
 module detects it, once per process and database, with one catalog query (``pg_extension``:
 installed in this database, not merely available on the server). A pgvector query path is not
@@ -25,6 +26,10 @@ from powercontext.search.queries import ExperienceSearchRow
 
 IN_PROCESS = "in-process exact"
 SQLITE_VEC = "sqlite-vec"
+# Whether ``auto`` takes sqlite-vec on SQLite. Not yet: at 10k entries it ranked 17-21x slower than
+# the cached in-process matrix and hybrid prepare p95 went over 50 ms on the shared benchmark
+# machine (docs/retrieval.md "sqlite-vec on SQLite"); POWERCONTEXT_VECTOR_SEARCH=sqlite-vec opts in.
+SQLITE_VEC_BY_DEFAULT = False
 
 _detected: dict[tuple[str, str, str, str], str | None] = {}
 _lock = threading.Lock()
@@ -94,7 +99,8 @@ def vector_backend() -> VectorBackend:
         # Loaded (or not) by powercontext.db.sqlite3 when the connection opened: no query.
         connection.ensure_connection()
         loaded = getattr(connection, "sqlite_vec_version", None)
-        use = loaded is not None and settings.POWERCONTEXT_VECTOR_SEARCH == "auto"
+        setting = settings.POWERCONTEXT_VECTOR_SEARCH
+        use = loaded is not None and (setting == SQLITE_VEC or (setting == "auto" and SQLITE_VEC_BY_DEFAULT))
         return VectorBackend(f"{SQLITE_VEC} {loaded}" if use else IN_PROCESS, None, "sqlite", loaded)
     if connection.vendor != "postgresql":
         return VectorBackend(IN_PROCESS, None, connection.vendor)

@@ -1,5 +1,6 @@
 """Vector search in SQLite with sqlite-vec: the driver that can load it, the ranking it gives
-(the same as the in-process path on the same rows), the setting that forces the in-process
+(the same as the in-process path on the same rows), the settings that choose it
+(``POWERCONTEXT_VECTOR_SEARCH=sqlite-vec``; ``auto`` stays in process) or force the in-process
 path, the reports, and the fallback to the in-process path on the standard library's driver.
 
 On PostgreSQL nothing of this applies: the tests there check that the SQLite path stays out."""
@@ -79,11 +80,16 @@ def assert_same_memory_ranking(scope: str, query: str, limit: int) -> tuple[int,
 
 
 @pytest.mark.django_db
-def test_sqlite_vec_is_loaded_and_used_where_the_platform_has_the_driver() -> None:
-    detected = vector_backend.vector_backend()
+def test_sqlite_vec_is_loaded_where_the_platform_has_the_driver_and_used_when_chosen(settings: Any) -> None:
+    by_default = vector_backend.vector_backend()
+    # auto keeps the in-process path on both databases (SQLite: SQLITE_VEC_BY_DEFAULT).
+    assert by_default.search == vector_backend.IN_PROCESS
+    assert vector_backend.ranker() is vector_inprocess
+    settings.POWERCONTEXT_VECTOR_SEARCH = "sqlite-vec"
+    chosen = vector_backend.vector_backend()
     if connection.vendor != "sqlite":
-        assert detected.sqlite_vec is None and "sqlite_vec" not in detected.as_dict()
-        assert vector_backend.ranker() is not vector_sqlitevec
+        assert chosen.search == vector_backend.IN_PROCESS and chosen.sqlite_vec is None
+        assert "sqlite_vec" not in chosen.as_dict() and vector_backend.ranker() is vector_inprocess
         return
     from powercontext.db.sqlite3 import base
 
@@ -91,12 +97,13 @@ def test_sqlite_vec_is_loaded_and_used_where_the_platform_has_the_driver() -> No
     if EXPECT_SQLITE_VEC:  # the SQLite CI pass on Linux x86_64: the wheels are installed
         assert base.driver() == "pysqlite3"
         assert version is not None and version.startswith("v")
-    assert detected.sqlite_vec == version
+    assert by_default.sqlite_vec == chosen.sqlite_vec == version
     if version is None:
-        assert detected.search == vector_backend.IN_PROCESS
+        assert chosen.search == vector_backend.IN_PROCESS
         assert vector_backend.ranker() is vector_inprocess
         return
-    assert detected.search == f"sqlite-vec {version}"
+    assert by_default.sqlite_vec_state() == f"loaded ({version}), not used"
+    assert chosen.search == f"sqlite-vec {version}" and chosen.sqlite_vec_state() == f"loaded ({version})"
     assert vector_backend.ranker() is vector_sqlitevec
     with connection.cursor() as cursor:
         cursor.execute("SELECT vec_version()")
@@ -128,26 +135,36 @@ def test_in_process_setting_forces_the_in_process_path(settings: Any) -> None:
         assert detected.describe() == f"vector search: in-process exact; sqlite-vec: {state}"
 
 
-@pytest.mark.django_db
-def test_reports_name_the_path_and_the_sqlite_vec_version() -> None:
-    make_memory("alpha", "deploy the database")
+def reports() -> tuple[str, dict[str, Any]]:
     out = io.StringIO()
     call_command("rebuild_search_index", "--no-progress", stdout=out)
     verify_out = io.StringIO()
     call_command("rebuild_search_index", "--verify-only", stdout=verify_out)
-    vectors = json.loads(verify_out.getvalue())["vectors"]
+    return out.getvalue(), json.loads(verify_out.getvalue())["vectors"]
+
+
+@pytest.mark.django_db
+def test_reports_name_the_path_and_the_sqlite_vec_version(settings: Any) -> None:
+    make_memory("alpha", "deploy the database")
+    default_out, default_vectors = reports()
+    settings.POWERCONTEXT_VECTOR_SEARCH = "sqlite-vec"
+    out, vectors = reports()
 
     if connection.vendor != "sqlite":
-        assert "sqlite_vec" not in vectors and "sqlite-vec" not in out.getvalue()
+        assert "sqlite_vec" not in vectors and "sqlite-vec" not in out + default_out
+        assert vectors["search"] == default_vectors["search"] == "in-process exact"
         return
     version = sqlite_vec_loaded()
+    assert default_vectors["search"] == "in-process exact"
     if version is None:
         assert vectors["search"] == "in-process exact" and vectors["sqlite_vec"] == "not loaded"
-        assert "vector search: in-process exact; sqlite-vec: not loaded" in out.getvalue()
-    else:
-        assert vectors["search"] == f"sqlite-vec {version}"
-        assert vectors["sqlite_vec"] == f"loaded ({version})"
-        assert f"vector search: sqlite-vec {version}; sqlite-vec: loaded ({version})" in out.getvalue()
+        assert "vector search: in-process exact; sqlite-vec: not loaded" in out
+        return
+    assert default_vectors["sqlite_vec"] == f"loaded ({version}), not used"
+    assert f"vector search: in-process exact; sqlite-vec: loaded ({version}), not used" in default_out
+    assert vectors["search"] == f"sqlite-vec {version}"
+    assert vectors["sqlite_vec"] == f"loaded ({version})"
+    assert f"vector search: sqlite-vec {version}; sqlite-vec: loaded ({version})" in out
 
 
 # --- the same ranking as in process ------------------------------------------------------------
@@ -218,9 +235,11 @@ def test_identical_vectors_tie_by_membership_id(embeddings: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_the_ranking_follows_the_head_as_it_moves(embeddings: Any) -> None:
+def test_the_ranking_follows_the_head_as_it_moves(embeddings: Any, settings: Any) -> None:
+    settings.POWERCONTEXT_VECTOR_SEARCH = "sqlite-vec"  # the end-to-end searches below too
     if not require_sqlite_vec():
         return
+    assert vector_backend.ranker() is vector_sqlitevec
     mutations = [make_memory("moving", text) for text in TEXTS[:6]]
     head = mutations[-1].revision
     revision, ranked = assert_same_memory_ranking("moving", QUERIES[0], 3)
@@ -244,9 +263,11 @@ def test_the_ranking_follows_the_head_as_it_moves(embeddings: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_experience_ranking_matches_the_in_process_path(embeddings: Any) -> None:
+def test_experience_ranking_matches_the_in_process_path(embeddings: Any, settings: Any) -> None:
+    settings.POWERCONTEXT_VECTOR_SEARCH = "sqlite-vec"  # the end-to-end searches below too
     if not require_sqlite_vec():
         return
+    assert vector_backend.ranker() is vector_sqlitevec
     for proposal in EXPERIENCE_FILLER:
         approve("ev", proposal)
     statue = approve("ev", STATUE)
@@ -299,6 +320,7 @@ def test_on_the_standard_library_driver_vector_search_runs_in_process(tmp_path: 
         "DATABASE_URL": f"sqlite:///{tmp_path / 'fallback.sqlite3'}",
         "POWERCONTEXT_DATA_DIR": str(tmp_path),
         "POWERCONTEXT_SQLITE_DRIVER": "stdlib",
+        "POWERCONTEXT_VECTOR_SEARCH": "sqlite-vec",  # asked for, but it cannot load
         "POWERCONTEXT_EMBED_WRITES": "sync",
     }
     env.pop("CELERY_BROKER_URL", None)

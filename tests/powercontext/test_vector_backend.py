@@ -33,11 +33,15 @@ def test_the_development_database_has_no_pgvector_and_vectors_are_searched_in_pr
         assert detected.search == backend.IN_PROCESS
         assert detected.as_dict() == {"search": "in-process exact", "pgvector": "absent"}
     else:
-        # SQLite's own path is sqlite-vec when it is loaded (tests/powercontext/test_sqlite_vec.py).
+        # sqlite-vec is loaded but not used by default (tests/powercontext/test_sqlite_vec.py).
         version = getattr(connection, "sqlite_vec_version", None)
-        path = backend.IN_PROCESS if version is None else f"sqlite-vec {version}"
-        state = "not loaded" if version is None else f"loaded ({version})"
-        assert detected.as_dict() == {"search": path, "pgvector": "not applicable", "sqlite_vec": state}
+        assert detected.search == backend.IN_PROCESS
+        state = "not loaded" if version is None else f"loaded ({version}), not used"
+        assert detected.as_dict() == {
+            "search": "in-process exact",
+            "pgvector": "not applicable",
+            "sqlite_vec": state,
+        }
 
 
 @pytest.mark.django_db
@@ -83,12 +87,10 @@ def test_verify_and_rebuild_report_the_vector_path() -> None:
     call_command("rebuild_search_index", "--verify-only", stdout=verify_out)
 
     state = "absent" if connection.vendor == "postgresql" else "not applicable"
-    path = backend.vector_backend().search
-    assert path == "in-process exact" or connection.vendor == "sqlite"
-    assert report["vectors"]["search"] == path
+    assert report["vectors"]["search"] == "in-process exact"
     assert report["vectors"]["pgvector"] == state
     if connection.vendor == "postgresql":
         assert f"vector search: in-process exact; pgvector: {state}" in out.getvalue()
     else:
-        assert f"vector search: {path}; sqlite-vec: " in out.getvalue()
+        assert "vector search: in-process exact; sqlite-vec: " in out.getvalue()
     assert json.loads(verify_out.getvalue())["vectors"]["pgvector"] == state

@@ -30,18 +30,21 @@ FILLER = [
 PARAPHRASE = "artwork of the morning sky"
 
 
-@pytest.fixture(params=["auto", "in-process"])
+@pytest.fixture(params=["database", "in-process"])
 def vector_path(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Run a test on the database's own vector search path (``auto``: sqlite-vec on SQLite when
-    loaded) and on the in-process one, and check the path taken is the one asked for."""
-    settings.POWERCONTEXT_VECTOR_SEARCH = request.param
+    """Run a test on the database's own vector search path (sqlite-vec on SQLite when loaded;
+    ``auto`` on PostgreSQL) and on the in-process one, and check the path taken is the one asked
+    for."""
+    sqlite = connection.vendor == "sqlite"
+    setting = {"database": "sqlite-vec" if sqlite else "auto"}.get(request.param, "in-process")
+    settings.POWERCONTEXT_VECTOR_SEARCH = setting
     vector_backend.forget_detection()
     chosen = vector_backend.ranker()
-    if request.param == "in-process":
+    if setting == "in-process":
         assert chosen is vector_inprocess
-    elif connection.vendor == "sqlite" and getattr(connection, "sqlite_vec_version", None):
+    elif sqlite and getattr(connection, "sqlite_vec_version", None):
         assert chosen is vector_sqlitevec
-    return str(request.param)
+    return setting
 
 
 def seed(scope: str = "vec") -> list[memory_services.MemoryMutation]:

@@ -167,13 +167,13 @@ def _sqlite_driver() -> str | None:
 
 
 def _vector_paths(prepare: Callable[[str, str], Any], queries: list[str]) -> dict[str, Any] | None:
-    """Prepare (hybrid) and the bare Memory ranking on the database's own vector search path
-    (sqlite-vec) against the in-process one, interleaved call by call (alternating which goes
-    first) on the same warm query vectors; None when the database has no path of its own."""
+    """Prepare (hybrid) and the bare Memory ranking with sqlite-vec against the in-process path,
+    interleaved call by call (alternating which goes first) on the same warm query vectors; None
+    unless sqlite-vec is loaded into the SQLite connection."""
     model = embedding.embedder()
-    if model is None or not vector_backend.vector_backend().search.startswith(vector_backend.SQLITE_VEC):
+    if model is None or vector_backend.vector_backend().sqlite_vec is None:
         return None
-    paths = {"sqlite-vec": "auto", "in-process": "in-process"}
+    paths = {"sqlite-vec": "sqlite-vec", "in-process": "in-process"}
     prepares: dict[str, list[float]] = {name: [] for name in paths}
     ranks: dict[str, list[float]] = {name: [] for name in paths}
     for setting in paths.values():  # warm each path (the in-process matrix cache) untimed
