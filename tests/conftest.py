@@ -79,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"expected the {expected} database, but DATABASE_URL selects {_vendor()}")
     if os.environ.get("POWERCONTEXT_TEST_EXPECT_SQLITE_VEC") == "1" and _vendor() == "sqlite":
         # The SQLite pass on a platform with the pysqlite3 and sqlite-vec wheels (scripts/test.sh):
-        # vector search must run in SQLite, never silently fall back to the in-process path.
+        # sqlite-vec must load, so its tests never silently take the in-process path instead.
         from powercontext.db.sqlite3 import base
 
         probe = base.Database.connect(":memory:")
