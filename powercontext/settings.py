@@ -173,15 +173,27 @@ TEMPLATES = [
 # Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default).
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+# SQLite goes through powercontext.db.sqlite3: Django's SQLite backend on the driver that can
+# load sqlite-vec (pysqlite3 when installed; powercontext/db/sqlite3/base.py).
+SQLITE_ENGINE = "powercontext.db.sqlite3"
 if DATABASE_URL:
     _db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     if _db["ENGINE"] not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
+    if _db["ENGINE"] == "django.db.backends.sqlite3":
+        _db["ENGINE"] = SQLITE_ENGINE
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
-    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "powercontext.sqlite3")}
+    _db = {"ENGINE": SQLITE_ENGINE, "NAME": str(DATA_DIR / "powercontext.sqlite3")}
+# auto: the SQLite driver is pysqlite3 (bundled SQLite that can load extensions) when installed,
+# else the standard library's sqlite3; stdlib: always the standard library's (no sqlite-vec).
+POWERCONTEXT_SQLITE_DRIVER = os.environ.get("POWERCONTEXT_SQLITE_DRIVER", "auto").strip() or "auto"
+if POWERCONTEXT_SQLITE_DRIVER not in {"auto", "stdlib"}:
+    raise ImproperlyConfigured(
+        f"POWERCONTEXT_SQLITE_DRIVER must be auto or stdlib, got {POWERCONTEXT_SQLITE_DRIVER!r}"
+    )
 
-if _db["ENGINE"] == "django.db.backends.sqlite3":
+if _db["ENGINE"] == SQLITE_ENGINE:
     # Writers take the lock when the transaction begins (IMMEDIATE) and wait for it (busy
     # timeout) instead of failing with "database is locked" half way through; WAL lets readers
     # keep a consistent snapshot while one writer commits.
@@ -270,12 +282,14 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
     raise ImproperlyConfigured(
         f"POWERCONTEXT_EMBED_WRITES must be async or sync, got {POWERCONTEXT_EMBED_WRITES!r}"
     )
-# Which path ranks vectors: auto = the database's own when it has one (sqlite-vec loaded into
-# SQLite, pgvector installed in PostgreSQL), else exact in process; in-process = always in process.
+# Which path ranks vectors: auto = the database's own when it has one (pgvector installed in
+# PostgreSQL), else exact in process; on SQLite auto stays in process (sqlite-vec measured slower:
+# docs/retrieval.md "sqlite-vec on SQLite"); sqlite-vec = sqlite-vec on SQLite when it is loaded;
+# in-process = always in process.
 POWERCONTEXT_VECTOR_SEARCH = os.environ.get("POWERCONTEXT_VECTOR_SEARCH", "auto").strip() or "auto"
-if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process"}:
+if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process", "sqlite-vec"}:
     raise ImproperlyConfigured(
-        f"POWERCONTEXT_VECTOR_SEARCH must be auto or in-process, got {POWERCONTEXT_VECTOR_SEARCH!r}"
+        f"POWERCONTEXT_VECTOR_SEARCH must be auto, in-process or sqlite-vec, got {POWERCONTEXT_VECTOR_SEARCH!r}"
     )
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.

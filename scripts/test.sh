@@ -38,7 +38,12 @@ env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/da
     "$PY" manage.py check --deploy --fail-level WARNING
 )
 
+# Where requirements.txt installs pysqlite3-binary (Linux x86_64), sqlite-vec must load into the
+# SQLite connections (its tests then run on it): the pass fails if it does not.
+expect_sqlite_vec=0
+[ "$(uname -s)/$(uname -m)" = "Linux/x86_64" ] && expect_sqlite_vec=1
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
+  POWERCONTEXT_TEST_EXPECT_SQLITE_VEC="${POWERCONTEXT_TEST_EXPECT_SQLITE_VEC:-$expect_sqlite_vec}" \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" -m pytest "$@"
 run_pass "schemathesis sqlite" env PY="$PY" scripts/schemathesis.sh sqlite

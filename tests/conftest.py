@@ -77,6 +77,21 @@ def pytest_configure(config: pytest.Config) -> None:
     expected = os.environ.get("POWERCONTEXT_TEST_EXPECT_VENDOR")
     if expected and expected != _vendor():
         raise pytest.UsageError(f"expected the {expected} database, but DATABASE_URL selects {_vendor()}")
+    if os.environ.get("POWERCONTEXT_TEST_EXPECT_SQLITE_VEC") == "1" and _vendor() == "sqlite":
+        # The SQLite pass on a platform with the pysqlite3 and sqlite-vec wheels (scripts/test.sh):
+        # sqlite-vec must load, so its tests never silently take the in-process path instead.
+        from powercontext.db.sqlite3 import base
+
+        probe = base.Database.connect(":memory:")
+        try:
+            loaded = base.load_sqlite_vec(probe)
+        finally:
+            probe.close()
+        if base.driver() != "pysqlite3" or loaded is None:
+            raise pytest.UsageError(
+                f"expected sqlite-vec, but the SQLite driver is {base.driver()} and sqlite-vec "
+                f"{'did not load' if loaded is None else 'loaded'} (pip install -r requirements.txt)"
+            )
 
 
 class Api:

@@ -1,6 +1,9 @@
 """Which vector search path serves this database, and whether pgvector is installed in it.
 
-Vector search is exact and in process on both databases (``powercontext.search.vectors``). On
+Vector search is exact (``powercontext.search.vectors``). On SQLite it runs in the database with
+sqlite-vec (``vector_sqlitevec``) when ``powercontext.db.sqlite3`` loaded it into the connection
+and ``POWERCONTEXT_VECTOR_SEARCH`` is ``sqlite-vec`` (or ``auto`` once ``SQLITE_VEC_BY_DEFAULT``);
+otherwise in process (``vector_inprocess``). On
 PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed; this
 module detects it, once per process and database, with one catalog query (``pg_extension``:
 installed in this database, not merely available on the server). A pgvector query path is not
@@ -16,11 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from powercontext.search.queries import ExperienceSearchRow
 
 IN_PROCESS = "in-process exact"
+SQLITE_VEC = "sqlite-vec"
+# Whether ``auto`` takes sqlite-vec on SQLite. Not yet: at 10k entries it ranked 17-21x slower than
+# the cached in-process matrix and hybrid prepare p95 went over 50 ms on the shared benchmark
+# machine (docs/retrieval.md "sqlite-vec on SQLite"); POWERCONTEXT_VECTOR_SEARCH=sqlite-vec opts in.
+SQLITE_VEC_BY_DEFAULT = False
 
 _detected: dict[tuple[str, str, str, str], str | None] = {}
 _lock = threading.Lock()
@@ -28,12 +37,28 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class VectorBackend:
-    search: str  # the path vector search takes: always IN_PROCESS for now
+    search: str  # the path vector search takes: IN_PROCESS, or "sqlite-vec <version>" on SQLite
     pgvector: str | None  # the installed extension's version; None when absent or not PostgreSQL
     vendor: str
+    # SQLite: the sqlite-vec version loaded into the connection; None when not loaded
+    sqlite_vec: str | None = None
 
     def as_dict(self) -> dict[str, object]:
+        if self.vendor == "sqlite":
+            return {
+                "search": self.search,
+                "pgvector": self.pgvector_state(),
+                "sqlite_vec": self.sqlite_vec_state(),
+            }
         return {"search": self.search, "pgvector": self.pgvector_state()}
+
+    def sqlite_vec_state(self) -> str:
+        if self.vendor != "sqlite":
+            return "not applicable"
+        if self.sqlite_vec is None:
+            return "not loaded"
+        used = "" if self.search.startswith(SQLITE_VEC) else ", not used"
+        return f"loaded ({self.sqlite_vec}){used}"
 
     def pgvector_state(self) -> str:
         if self.vendor != "postgresql":
@@ -43,6 +68,8 @@ class VectorBackend:
         return f"installed ({self.pgvector}), not used"
 
     def describe(self) -> str:
+        if self.vendor == "sqlite":
+            return f"vector search: {self.search}; sqlite-vec: {self.sqlite_vec_state()}"
         return f"vector search: {self.search}; pgvector: {self.pgvector_state()}"
 
 
@@ -68,6 +95,13 @@ def _database_key() -> tuple[str, str, str, str]:
 
 def vector_backend() -> VectorBackend:
     """The vector search path for the current database (detected once per process and database)."""
+    if connection.vendor == "sqlite":
+        # Loaded (or not) by powercontext.db.sqlite3 when the connection opened: no query.
+        connection.ensure_connection()
+        loaded = getattr(connection, "sqlite_vec_version", None)
+        setting = settings.POWERCONTEXT_VECTOR_SEARCH
+        use = loaded is not None and (setting == SQLITE_VEC or (setting == "auto" and SQLITE_VEC_BY_DEFAULT))
+        return VectorBackend(f"{SQLITE_VEC} {loaded}" if use else IN_PROCESS, None, "sqlite", loaded)
     if connection.vendor != "postgresql":
         return VectorBackend(IN_PROCESS, None, connection.vendor)
     key = _database_key()
@@ -97,6 +131,10 @@ def ranker() -> Ranker:
     """The ranking functions of the path ``vector_backend()`` names."""
     from powercontext.search import vector_inprocess
 
+    if connection.vendor == "sqlite" and vector_backend().search.startswith(SQLITE_VEC):
+        from powercontext.search import vector_sqlitevec
+
+        return vector_sqlitevec
     return vector_inprocess
 
 

@@ -201,8 +201,14 @@ def rank_memory(
         return vectors.revision, []
     scores = vectors.matrix @ query_vector
     k = min(limit, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(vectors.membership_ids[i])))
+    if k < len(scores):
+        # Every row scoring at least the k-th best: a tie at the cut is then settled by
+        # membership id below, not by where argpartition happened to put it.
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        top = np.flatnonzero(scores >= kth)
+    else:
+        top = np.arange(len(scores))
+    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(vectors.membership_ids[i])))[:k]
     return vectors.revision, [(int(vectors.membership_ids[i]), max(0.0, float(scores[i]))) for i in order]
 
 

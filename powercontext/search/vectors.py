@@ -6,9 +6,10 @@ written after commit by the embedder (``pending``; or by the writers' transactio
 other indexes (``rebuild``). Entries without a vector yet are invisible to vector search only.
 
 Search is exact. The ranking comes from the database's vector search path, chosen by
-``vector_backend`` (in process over a cached per-scope matrix: ``vector_inprocess``). Hits are
-then read by one statement that re-checks that each is still active in the head and reads the
-head revision, so all hits cite the revision the ranking saw.
+``vector_backend`` (sqlite-vec in SQLite: ``vector_sqlitevec``; in process over a cached
+per-scope matrix: ``vector_inprocess``). Hits are then read by one statement that re-checks that
+each is still active in the head and reads the head revision, so all hits cite the revision the
+ranking saw.
 
 ``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
 

@@ -27,13 +27,21 @@ def fresh_detection() -> Iterator[None]:
 def test_the_development_database_has_no_pgvector_and_vectors_are_searched_in_process() -> None:
     detected = backend.vector_backend()
 
-    assert detected.search == backend.IN_PROCESS
     assert detected.pgvector is None
     if connection.vendor == "postgresql":
         # The real catalog answers: pgvector is not packaged for this Debian release.
+        assert detected.search == backend.IN_PROCESS
         assert detected.as_dict() == {"search": "in-process exact", "pgvector": "absent"}
     else:
-        assert detected.as_dict() == {"search": "in-process exact", "pgvector": "not applicable"}
+        # sqlite-vec is loaded but not used by default (tests/powercontext/test_sqlite_vec.py).
+        version = getattr(connection, "sqlite_vec_version", None)
+        assert detected.search == backend.IN_PROCESS
+        state = "not loaded" if version is None else f"loaded ({version}), not used"
+        assert detected.as_dict() == {
+            "search": "in-process exact",
+            "pgvector": "not applicable",
+            "sqlite_vec": state,
+        }
 
 
 @pytest.mark.django_db
@@ -81,5 +89,8 @@ def test_verify_and_rebuild_report_the_vector_path() -> None:
     state = "absent" if connection.vendor == "postgresql" else "not applicable"
     assert report["vectors"]["search"] == "in-process exact"
     assert report["vectors"]["pgvector"] == state
-    assert f"vector search: in-process exact; pgvector: {state}" in out.getvalue()
+    if connection.vendor == "postgresql":
+        assert f"vector search: in-process exact; pgvector: {state}" in out.getvalue()
+    else:
+        assert "vector search: in-process exact; sqlite-vec: " in out.getvalue()
     assert json.loads(verify_out.getvalue())["vectors"]["pgvector"] == state
