@@ -173,8 +173,9 @@ TEMPLATES = [
 # Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default).
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
-# SQLite goes through powercontext.db.sqlite3: Django's SQLite backend on the driver that can
-# load sqlite-vec (pysqlite3 when installed; powercontext/db/sqlite3/base.py).
+# SQLite goes through powercontext.db.sqlite3: Django's SQLite backend, on the standard library's
+# driver unless POWERCONTEXT_VECTOR_SEARCH=sqlite-vec asks for the one that can load sqlite-vec
+# (pysqlite3; powercontext/db/sqlite3/base.py).
 SQLITE_ENGINE = "powercontext.db.sqlite3"
 if DATABASE_URL:
     _db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
@@ -185,13 +186,6 @@ if DATABASE_URL:
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     _db = {"ENGINE": SQLITE_ENGINE, "NAME": str(DATA_DIR / "powercontext.sqlite3")}
-# auto: the SQLite driver is pysqlite3 (bundled SQLite that can load extensions) when installed,
-# else the standard library's sqlite3; stdlib: always the standard library's (no sqlite-vec).
-POWERCONTEXT_SQLITE_DRIVER = os.environ.get("POWERCONTEXT_SQLITE_DRIVER", "auto").strip() or "auto"
-if POWERCONTEXT_SQLITE_DRIVER not in {"auto", "stdlib"}:
-    raise ImproperlyConfigured(
-        f"POWERCONTEXT_SQLITE_DRIVER must be auto or stdlib, got {POWERCONTEXT_SQLITE_DRIVER!r}"
-    )
 
 if _db["ENGINE"] == SQLITE_ENGINE:
     # Writers take the lock when the transaction begins (IMMEDIATE) and wait for it (busy

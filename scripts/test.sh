@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Run the whole suite: always on SQLite; then on PostgreSQL when TEST_POSTGRES_URL is set
-# (with Redis/Celery and browser tests when their services are configured).
+# Run the whole suite: always on SQLite; then the vector and search tests again on SQLite with
+# sqlite-vec (POWERCONTEXT_VECTOR_SEARCH=sqlite-vec) where requirements.txt installs its driver
+# (Linux x86_64); then on PostgreSQL when TEST_POSTGRES_URL is set (with Redis/Celery and browser
+# tests when their services are configured).
 # POWERCONTEXT_TEST_STRICT=1 (CI) turns any missing database or service into a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,15 +40,34 @@ env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/da
     "$PY" manage.py check --deploy --fail-level WARNING
 )
 
-# Where requirements.txt installs pysqlite3-binary (Linux x86_64), sqlite-vec must load into the
-# SQLite connections (its tests then run on it): the pass fails if it does not.
-expect_sqlite_vec=0
-[ "$(uname -s)/$(uname -m)" = "Linux/x86_64" ] && expect_sqlite_vec=1
 run_pass sqlite env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
-  POWERCONTEXT_TEST_EXPECT_SQLITE_VEC="${POWERCONTEXT_TEST_EXPECT_SQLITE_VEC:-$expect_sqlite_vec}" \
   POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" -m pytest "$@"
 run_pass "schemathesis sqlite" env PY="$PY" scripts/schemathesis.sh sqlite
+
+# The vector and search modules, run again on a path other than the default.
+VECTOR_TESTS=(
+  tests/powercontext/test_sqlite_vec.py
+  tests/powercontext/test_vector_backend.py
+  tests/powercontext/test_vector_search.py
+  tests/powercontext/test_experience_vectors.py
+  tests/powercontext/test_embed_after_commit.py
+  tests/powercontext/test_search_index.py
+  tests/api/test_search.py
+)
+# The sqlite-vec pass: POWERCONTEXT_TEST_EXPECT_SQLITE_VEC=1 stops it unless the connections
+# really are on pysqlite3 with sqlite-vec loaded (tests/conftest.py).
+if [ "$(uname -s)/$(uname -m)" = "Linux/x86_64" ]; then
+  run_pass sqlite-vec env -u DATABASE_URL POWERCONTEXT_TEST_EXPECT_VENDOR=sqlite \
+    POWERCONTEXT_VECTOR_SEARCH=sqlite-vec POWERCONTEXT_TEST_EXPECT_SQLITE_VEC=1 \
+    POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
+    "$PY" -m pytest "${VECTOR_TESTS[@]}"
+elif [ "${POWERCONTEXT_TEST_STRICT:-0}" = "1" ]; then
+  echo "FAIL: POWERCONTEXT_TEST_STRICT=1 but pysqlite3-binary has no wheel for $(uname -s)/$(uname -m)" >&2
+  exit 1
+else
+  echo "NOTE: the sqlite-vec pass did not run (pysqlite3-binary is installed on Linux x86_64 only)." >&2
+fi
 
 if [ -n "${TEST_POSTGRES_URL:-}" ]; then
   # A postgres:// DATABASE_URL is service mode, which refuses to start without a SECRET_KEY;

@@ -78,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if expected and expected != _vendor():
         raise pytest.UsageError(f"expected the {expected} database, but DATABASE_URL selects {_vendor()}")
     if os.environ.get("POWERCONTEXT_TEST_EXPECT_SQLITE_VEC") == "1" and _vendor() == "sqlite":
-        # The SQLite pass on a platform with the pysqlite3 and sqlite-vec wheels (scripts/test.sh):
+        # The sqlite-vec pass (scripts/test.sh: POWERCONTEXT_VECTOR_SEARCH=sqlite-vec, Linux x86_64):
         # sqlite-vec must load, so its tests never silently take the in-process path instead.
         from powercontext.db.sqlite3 import base
 

@@ -2,8 +2,9 @@
 
 Vector search is exact (``powercontext.search.vectors``). On SQLite it runs in the database with
 sqlite-vec (``vector_sqlitevec``) when ``powercontext.db.sqlite3`` loaded it into the connection
-and ``POWERCONTEXT_VECTOR_SEARCH`` is ``sqlite-vec`` (or ``auto`` once ``SQLITE_VEC_BY_DEFAULT``);
-otherwise in process (``vector_inprocess``). On
+(only when ``POWERCONTEXT_VECTOR_SEARCH`` is ``sqlite-vec``: measured slower than the cached
+in-process matrix, docs/retrieval.md "sqlite-vec on SQLite"); otherwise in process
+(``vector_inprocess``). On
 PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed; this
 module detects it, once per process and database, with one catalog query (``pg_extension``:
 installed in this database, not merely available on the server). A pgvector query path is not
@@ -26,10 +27,6 @@ from powercontext.search.queries import ExperienceSearchRow
 
 IN_PROCESS = "in-process exact"
 SQLITE_VEC = "sqlite-vec"
-# Whether ``auto`` takes sqlite-vec on SQLite. Not yet: at 10k entries it ranked 17-21x slower than
-# the cached in-process matrix and hybrid prepare p95 went over 50 ms on the shared benchmark
-# machine (docs/retrieval.md "sqlite-vec on SQLite"); POWERCONTEXT_VECTOR_SEARCH=sqlite-vec opts in.
-SQLITE_VEC_BY_DEFAULT = False
 
 _detected: dict[tuple[str, str, str, str], str | None] = {}
 _lock = threading.Lock()
@@ -100,7 +97,9 @@ def vector_backend() -> VectorBackend:
         connection.ensure_connection()
         loaded = getattr(connection, "sqlite_vec_version", None)
         setting = settings.POWERCONTEXT_VECTOR_SEARCH
-        use = loaded is not None and (setting == SQLITE_VEC or (setting == "auto" and SQLITE_VEC_BY_DEFAULT))
+        # ``auto`` stays in process on SQLite: sqlite-vec ranked 17-21x slower than the cached
+        # matrix at 10k entries (docs/retrieval.md "sqlite-vec on SQLite").
+        use = loaded is not None and setting == SQLITE_VEC
         return VectorBackend(f"{SQLITE_VEC} {loaded}" if use else IN_PROCESS, None, "sqlite", loaded)
     if connection.vendor != "postgresql":
         return VectorBackend(IN_PROCESS, None, connection.vendor)

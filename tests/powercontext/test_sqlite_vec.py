@@ -52,7 +52,9 @@ QUERIES = ["artwork of the morning sky", "fixing a bike", "when is the release",
 
 
 @pytest.fixture(autouse=True)
-def fresh_detection() -> Iterator[None]:
+def fresh_detection(settings: Any) -> Iterator[None]:
+    # Each test starts from the default path choice, whatever the pass set (tests change it).
+    settings.POWERCONTEXT_VECTOR_SEARCH = "auto"
     vector_backend.forget_detection()
     yield
     vector_backend.forget_detection()
@@ -82,7 +84,7 @@ def assert_same_memory_ranking(scope: str, query: str, limit: int) -> tuple[int,
 @pytest.mark.django_db
 def test_sqlite_vec_is_loaded_where_the_platform_has_the_driver_and_used_when_chosen(settings: Any) -> None:
     by_default = vector_backend.vector_backend()
-    # auto keeps the in-process path on both databases (SQLite: SQLITE_VEC_BY_DEFAULT).
+    # auto keeps the in-process path on both databases.
     assert by_default.search == vector_backend.IN_PROCESS
     assert vector_backend.ranker() is vector_inprocess
     settings.POWERCONTEXT_VECTOR_SEARCH = "sqlite-vec"
@@ -290,7 +292,9 @@ def test_experience_ranking_matches_the_in_process_path(embeddings: Any, setting
 
 _FALLBACK = textwrap.dedent(
     """
-    import json, django
+    import json, sys
+    sys.modules["pysqlite3"] = None  # as where the wheel is not installed: import fails
+    import django
     django.setup()
     from django.core.management import call_command
     from django.db import connection
@@ -319,7 +323,6 @@ def test_on_the_standard_library_driver_vector_search_runs_in_process(tmp_path: 
         "DJANGO_SETTINGS_MODULE": "powercontext.settings",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'fallback.sqlite3'}",
         "POWERCONTEXT_DATA_DIR": str(tmp_path),
-        "POWERCONTEXT_SQLITE_DRIVER": "stdlib",
         "POWERCONTEXT_VECTOR_SEARCH": "sqlite-vec",  # asked for, but it cannot load
         "POWERCONTEXT_EMBED_WRITES": "sync",
     }

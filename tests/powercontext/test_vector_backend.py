@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -17,7 +18,9 @@ from tests.powercontext.factories import make_memory
 
 
 @pytest.fixture(autouse=True)
-def fresh_detection() -> Iterator[None]:
+def fresh_detection(settings: Any) -> Iterator[None]:
+    # Each test starts from the default path choice, whatever the pass set (tests change it).
+    settings.POWERCONTEXT_VECTOR_SEARCH = "auto"
     backend.forget_detection()
     yield
     backend.forget_detection()

@@ -3,8 +3,9 @@
 The standard library's ``sqlite3`` of the Python this service runs on may be built without
 extension loading (pyenv's CPython is), so sqlite-vec cannot be loaded into its connections.
 ``pysqlite3`` (the ``pysqlite3-binary`` wheel: the same DB-API module, bundling a recent SQLite
-with extension loading, FTS5 and JSON) can. ``POWERCONTEXT_SQLITE_DRIVER`` = ``auto`` (default)
-uses it when it is installed, ``stdlib`` never does.
+with extension loading, FTS5 and JSON) can. It is used only when ``POWERCONTEXT_VECTOR_SEARCH``
+is ``sqlite-vec`` (the only thing that needs it) and it is installed; otherwise — the default —
+this backend is Django's on the standard library's driver, unchanged.
 
 How: Django's backend binds its driver when its module is imported
 (``from sqlite3 import dbapi2 as Database``), subclasses that module's ``Cursor`` and registers
@@ -39,7 +40,7 @@ _DJANGO_BACKEND = "django.db.backends.sqlite3.base"
 
 
 def _pysqlite3() -> ModuleType | None:
-    if getattr(settings, "POWERCONTEXT_SQLITE_DRIVER", "auto") == "stdlib":
+    if getattr(settings, "POWERCONTEXT_VECTOR_SEARCH", "auto") != "sqlite-vec":
         return None
     try:
         return importlib.import_module("pysqlite3")
