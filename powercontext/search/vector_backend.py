@@ -1,12 +1,12 @@
 """Which vector search path serves this database, and whether pgvector is installed in it.
 
-Vector search is exact and in process on both databases (``powercontext.search.vectors``). On
-PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed; this
-module detects it, once per process and database, with one catalog query (``pg_extension``:
-installed in this database, not merely available on the server). A pgvector query path is not
-implemented: pgvector is not packaged for the Debian release this service targets, so no such
-path could be tested here, and an untested one is not shipped. When the extension is present,
-reports say so and that the in-process path is still the one in use.
+On PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed;
+this module detects it, once per process and database, with one catalog query (``pg_extension``:
+installed in this database, not merely available on the server). pgvector serves vector search
+(``vector_pgvector``: exact, in SQL) when the extension is installed, its side tables are set up
+(``rebuild_search_index`` creates and fills them; checked again on each use until they exist)
+and ``POWERCONTEXT_VECTOR_SEARCH`` is ``auto``; otherwise the exact in-process path
+(``vector_inprocess``) does, and reports say why.
 """
 
 from __future__ import annotations
@@ -16,21 +16,25 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from powercontext.search.queries import ExperienceSearchRow
 
 IN_PROCESS = "in-process exact"
+PGVECTOR = "pgvector"
 
 _detected: dict[tuple[str, str, str, str], str | None] = {}
+_set_up: set[tuple[str, str, str, str]] = set()  # databases whose pgvector side tables exist
 _lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class VectorBackend:
-    search: str  # the path vector search takes: always IN_PROCESS for now
+    search: str  # the path vector search takes: IN_PROCESS or PGVECTOR
     pgvector: str | None  # the installed extension's version; None when absent or not PostgreSQL
     vendor: str
+    pgvector_set_up: bool = False  # the side tables exist: vector writes are mirrored into them
 
     def as_dict(self) -> dict[str, object]:
         return {"search": self.search, "pgvector": self.pgvector_state()}
@@ -40,7 +44,11 @@ class VectorBackend:
             return "not applicable"
         if self.pgvector is None:
             return "absent"
-        return f"installed ({self.pgvector}), not used"
+        if not self.pgvector_set_up:
+            return f"installed ({self.pgvector}), not set up: run rebuild_search_index"
+        if self.search == PGVECTOR:
+            return f"installed ({self.pgvector}), in use"
+        return f"installed ({self.pgvector}), not used (POWERCONTEXT_VECTOR_SEARCH=in-process)"
 
     def describe(self) -> str:
         return f"vector search: {self.search}; pgvector: {self.pgvector_state()}"
@@ -78,7 +86,19 @@ def vector_backend() -> VectorBackend:
         version = installed_pgvector_version()
         with _lock:
             _detected[key] = version
-    return VectorBackend(IN_PROCESS, version, connection.vendor)
+    if version is None:
+        return VectorBackend(IN_PROCESS, None, connection.vendor)
+    with _lock:
+        set_up = key in _set_up
+    if not set_up:
+        from powercontext.search import vector_pgvector
+
+        set_up = vector_pgvector.is_set_up()
+        if set_up:
+            with _lock:
+                _set_up.add(key)
+    use = set_up and settings.POWERCONTEXT_VECTOR_SEARCH == "auto"
+    return VectorBackend(PGVECTOR if use else IN_PROCESS, version, connection.vendor, set_up)
 
 
 class Ranker(Protocol):
@@ -95,12 +115,13 @@ class Ranker(Protocol):
 
 def ranker() -> Ranker:
     """The ranking functions of the path ``vector_backend()`` names."""
-    from powercontext.search import vector_inprocess
+    from powercontext.search import vector_inprocess, vector_pgvector
 
-    return vector_inprocess
+    return vector_pgvector if vector_backend().search == PGVECTOR else vector_inprocess
 
 
 def forget_detection() -> None:
     """Detect again on next use (after an operator installs or drops the extension)."""
     with _lock:
         _detected.clear()
+        _set_up.clear()

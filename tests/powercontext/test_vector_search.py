@@ -265,7 +265,10 @@ def test_fusion_weights_ranks_and_merges_channels() -> None:
 
 
 @pytest.mark.django_db
-def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embeddings: Any) -> None:
+def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(
+    embeddings: Any, settings: Any
+) -> None:
+    settings.POWERCONTEXT_VECTOR_SEARCH = "in-process"  # the cache of that path (pgvector has none)
     mutations = seed()
     assert search.vector_search_memory("vec", PARAPHRASE, 1)  # cache the matrix
     head = mutations[-1].revision
