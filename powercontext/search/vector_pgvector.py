@@ -33,11 +33,11 @@ from django.db import connection, transaction
 from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
+    SCOPE_MAX_LENGTH,
     Artifact,
     ArtifactRevision,
     ExperienceVector,
     MemoryEntryVector,
-    SCOPE_MAX_LENGTH,
     MemoryMembership,
 )
 from powercontext.search import embedding
@@ -190,7 +190,7 @@ def sync(scope_id: str | None = None) -> int:
     with transaction.atomic():
         drift = compare(scope_id)
         with connection.cursor() as cursor:
-            for (mirror_table, source, key, extra), stale in zip(_MIRRORS, drift.stale_ids, strict=True):
+            for (mirror_table, *_), stale in zip(_MIRRORS, drift.stale_ids, strict=True):
                 if stale:
                     cursor.execute(f"DELETE FROM {mirror_table} WHERE vector_id = ANY(%s)", [sorted(stale)])
         for mirror_table, source, key, extra in _MIRRORS:
