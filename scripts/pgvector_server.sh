@@ -26,6 +26,19 @@ pginstall() {
     || fail "cannot run $PY"
   [ -n "$pkg" ] && [ -x "$pkg/pginstall/bin/postgres" ] \
     || fail "the pgserver wheel is not installed in $PY's environment (pip install -r requirements-dev.txt)"
+  if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$pkg/pginstall/bin/postgres" 2>/dev/null; then
+    # The postgres OS user cannot reach the virtualenv (a checkout under a private home):
+    # run a world-readable copy of the binaries, laid out as in site-packages (they find their
+    # libraries relative to bin/: ../lib and ../../../pgserver.libs).
+    local copy="${data}.pginstall"
+    if [ ! -x "$copy/pgserver/pginstall/bin/postgres" ]; then
+      rm -rf "$copy" && mkdir -p "$copy/pgserver" && cp -a "$pkg/pginstall" "$copy/pgserver/" \
+        && { [ ! -d "$pkg.libs" ] || cp -a "$pkg.libs" "$copy/"; } && chmod -R a+rX "$copy" \
+        || fail "cannot copy the binaries to $copy"
+    fi
+    echo "$copy/pgserver/pginstall/bin"
+    return
+  fi
   echo "$pkg/pginstall/bin"
 }
 
@@ -70,8 +83,8 @@ stop() {
   bin=$(pginstall)
   if [ -s "$data/PG_VERSION" ]; then
     as_owner "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
-    rm -rf "$data" "$data.initdb.log"
   fi
+  rm -rf "$data" "$data.initdb.log" "${data}.pginstall"
 }
 
 case "${1:-}" in
