@@ -17,11 +17,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
+from django.test.utils import override_settings
 
 from context_api.application import PrepareRequest, ScopedContextApplication
 from powercontext import search
 from powercontext.management.bench.common import SCOPE, Corpus, percentile, timed
-from powercontext.search import embedding, pending
+from powercontext.search import embedding, pending, vectors
+from powercontext.search.vector_backend import vector_backend
 from powercontext.selectors.memory import memory_search
 from powercontext.services.memory import memory_remember
 
@@ -131,6 +133,8 @@ class Command(BaseCommand):
             row["seed_remembers_per_second"] = round(seed_count / seed_seconds, 1) if seed_seconds else None
             row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
             row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
+            if model is not None and vector_backend().pgvector_set_up:
+                row["vector_paths"] = _compare_vector_paths(prepare, queries, model)
             results["sizes"][str(size)] = row
             self.stdout.write(json.dumps({str(size): row}))
         started = time.perf_counter()
@@ -151,3 +155,42 @@ def _prepare_callable() -> Callable[[str, str], Any]:
     """The prepare path, measured next to search."""
     app = ScopedContextApplication()
     return lambda scope, query: app.prepare(PrepareRequest(scope_id=scope, query=query, max_bytes=8000))
+
+
+def _compare_vector_paths(
+    prepare: Callable[[str, str], Any], queries: list[str], model: embedding.Embedder
+) -> dict[str, Any]:
+    """On a database with pgvector set up: hybrid prepare, and the vector ranking alone, by the
+    pgvector path and by the in-process path over the same rows, interleaved query by query
+    (the order alternating) so both see the same machine. Prepare embeds each query afresh
+    (as a new question); the ranking alone reuses the query's cached vector."""
+    paths = {"pgvector": "auto", "in-process": "in-process"}
+    times: dict[str, dict[str, list[float]]] = {name: {"prepare": [], "rank": []} for name in paths}
+    for setting in paths.values():  # warm up: the in-process path loads its matrix
+        with override_settings(POWERCONTEXT_VECTOR_SEARCH=setting):
+            prepare(SCOPE, queries[0])
+    for i, query in enumerate(queries):
+        order = list(paths.items()) if i % 2 == 0 else list(reversed(paths.items()))
+        for name, setting in order:
+            with override_settings(POWERCONTEXT_VECTOR_SEARCH=setting):
+                model.forget_queries()
+                started = time.perf_counter()
+                prepare(SCOPE, query)
+                times[name]["prepare"].append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                vectors.vector_search_memory(SCOPE, query, 32)
+                times[name]["rank"].append((time.perf_counter() - started) * 1000)
+    result: dict[str, Any] = {
+        name: {
+            f"{what}_{stat}_ms": round(
+                statistics.median(values) if stat == "p50" else percentile(values, 0.95), 3
+            )
+            for what, values in measured.items()
+            for stat in ("p50", "p95")
+        }
+        for name, measured in times.items()
+    }
+    result["pgvector_vs_in_process"] = {
+        key: round(result["pgvector"][key] / result["in-process"][key], 2) for key in result["pgvector"]
+    }
+    return result
