@@ -24,11 +24,13 @@ in the same statement, so the ranking and the revision come from one snapshot.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import ProgrammingError, connection, transaction
 
 from powercontext.models import (
     MEMORY_ARTIFACT_ID,
@@ -40,9 +42,11 @@ from powercontext.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
-from powercontext.search import embedding
+from powercontext.search import embedding, vector_inprocess
 from powercontext.search.queries import ExperienceSearchRow
 from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
+
+logger = logging.getLogger("powercontext.search")
 
 MEMORY_TABLE = "powercontext_pgvector_memory"
 EXPERIENCE_TABLE = "powercontext_pgvector_experience"
@@ -59,15 +63,19 @@ _MIRRORS = (
 )
 
 
+_COMPLETE_SQL = (
+    "SELECT COUNT(*) FROM pg_attribute WHERE attname = 'embedding' AND NOT attisdropped"
+    " AND attrelid IN (to_regclass(%s), to_regclass(%s))"
+)
+
+
 def is_set_up() -> bool:
-    """Whether both side tables exist in the current database (one catalog query)."""
+    """Whether both side tables exist with their ``embedding`` column in the current database
+    (one catalog query; ``DROP EXTENSION vector CASCADE`` drops the columns, not the tables)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
-            [MEMORY_TABLE, EXPERIENCE_TABLE],
-        )
+        cursor.execute(_COMPLETE_SQL, [MEMORY_TABLE, EXPERIENCE_TABLE])
         row = cursor.fetchone()
-    return bool(row and row[0])
+    return bool(row and row[0] == 2)
 
 
 def _ddl() -> list[str]:
@@ -113,6 +121,10 @@ def setup() -> int:
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(f"LOCK TABLE {_VECTORS}, {_EXPERIENCE_VECTORS} IN SHARE MODE")
+            for mirror_table, *_ in _MIRRORS:  # left without its column by a dropped extension
+                cursor.execute(_COMPLETE_SQL, [mirror_table, mirror_table])
+                if cursor.fetchone()[0] == 0:
+                    cursor.execute(f"DROP TABLE IF EXISTS {mirror_table}")
             for statement in _ddl():
                 cursor.execute(statement)
         copied = sync()
@@ -167,6 +179,29 @@ def _copy(
     return copied
 
 
+class MirrorGone(Exception):
+    """The side tables (or the extension) were removed since this process saw them."""
+
+
+@contextmanager
+def _guard() -> Iterator[None]:
+    """Run statements on the side tables in a savepoint: when they fail because the tables or
+    the extension are gone (an operator's ``teardown`` or ``DROP EXTENSION`` while this process
+    had them cached), roll back to it, forget the detection and raise ``MirrorGone``, so the
+    caller's write or search goes on without pgvector instead of failing."""
+    try:
+        with transaction.atomic():
+            yield
+    except ProgrammingError:
+        if is_set_up():
+            raise
+        from powercontext.search import vector_backend
+
+        logger.warning("the pgvector side tables are gone: vector search is in process again")
+        vector_backend.forget_detection()
+        raise MirrorGone() from None
+
+
 def mirror(*, entry_version_ids: Iterable[int] = (), head_ids: Iterable[int] = ()) -> int:
     """Copy the vector rows of these entry versions and Experience heads into the mirror, in the
     caller's transaction, after it inserted them. Does nothing (no query) unless the database
@@ -177,9 +212,13 @@ def mirror(*, entry_version_ids: Iterable[int] = (), head_ids: Iterable[int] = (
     if not (versions or heads) or not vector_backend().pgvector_set_up:
         return 0
     copied = 0
-    for (mirror_table, source, key, extra), keys in zip(_MIRRORS, (versions, heads), strict=True):
-        if keys:
-            copied += _copy(mirror_table, source, key, extra, f"x.{key} = ANY(%s)", [keys])
+    try:
+        with _guard():
+            for (mirror_table, source, key, extra), keys in zip(_MIRRORS, (versions, heads), strict=True):
+                if keys:
+                    copied += _copy(mirror_table, source, key, extra, f"x.{key} = ANY(%s)", [keys])
+    except MirrorGone:
+        return 0
     return copied
 
 
@@ -293,12 +332,15 @@ def rank_memory(
 ) -> tuple[int, list[tuple[int, float]]] | None:
     """As ``vector_inprocess.rank_memory``: (head revision, [(membership id, cosine ≥ 0)]) best
     first, ties by membership id; None when the scope has no Memory head. One statement."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _MEMORY_SQL,
-            {"q": _query_literal(query_vector), "model": model_id, "limit": limit, "scope": scope_id},
-        )
-        rows = cursor.fetchall()
+    try:
+        with _guard(), connection.cursor() as cursor:
+            cursor.execute(
+                _MEMORY_SQL,
+                {"q": _query_literal(query_vector), "model": model_id, "limit": limit, "scope": scope_id},
+            )
+            rows = cursor.fetchall()
+    except MirrorGone:
+        return vector_inprocess.rank_memory(scope_id, model_id, query_vector, limit)
     if not rows:
         return None
     return int(rows[0][0]), [(int(row[1]), max(0.0, -float(row[2]))) for row in rows if row[1] is not None]
@@ -320,12 +362,15 @@ def rank_experience(
 ) -> list[ExperienceSearchRow]:
     """As ``vector_inprocess.rank_experience``: recallable heads nearest to the query, best
     first, ties by head pk, each at the revision its vector was computed for."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _EXPERIENCE_SQL,
-            {"q": _query_literal(query_vector), "model": model_id, "limit": limit, "scope": scope_id},
-        )
-        rows: Sequence[Any] = cursor.fetchall()
+    try:
+        with _guard(), connection.cursor() as cursor:
+            cursor.execute(
+                _EXPERIENCE_SQL,
+                {"q": _query_literal(query_vector), "model": model_id, "limit": limit, "scope": scope_id},
+            )
+            rows: Sequence[Any] = cursor.fetchall()
+    except MirrorGone:
+        return vector_inprocess.rank_experience(scope_id, model_id, query_vector, limit)
     return [
         ExperienceSearchRow(
             artifact_pk=int(row[0]),

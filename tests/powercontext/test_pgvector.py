@@ -263,3 +263,43 @@ def test_a_flush_empties_the_mirror_with_the_vector_tables(embeddings: Any) -> N
 
     assert mirror_count(vector_pgvector.MEMORY_TABLE) == 0
     assert vector_pgvector.is_set_up()
+
+
+def test_a_mirror_left_without_its_column_is_not_used_and_a_rebuild_recreates_it(embeddings: Any) -> None:
+    for text in TEXTS[:3]:
+        make_memory("col", text)
+    with connection.cursor() as cursor:  # what DROP EXTENSION vector CASCADE leaves behind
+        cursor.execute(f"ALTER TABLE {vector_pgvector.MEMORY_TABLE} DROP COLUMN embedding")
+    vector_backend.forget_detection()
+
+    assert not vector_pgvector.is_set_up()
+    assert vector_backend.vector_backend().search == "in-process exact"
+    make_memory("col", TEXTS[3])  # writes go on (the delete triggers do not need the column)
+    expected = assert_in_process_search("col")
+
+    call_command("rebuild_search_index", "--no-progress", stdout=io.StringIO())
+
+    assert vector_backend.vector_backend().search == "pgvector"
+    assert mirror_count(vector_pgvector.MEMORY_TABLE) == 4
+    assert [row.text for row in search.vector_search_memory("col", QUERIES[0], 6)] == expected
+
+
+def test_side_tables_removed_behind_a_process_back_fail_no_write_and_no_search(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    for text in TEXTS[:4]:
+        make_memory("gone", text)
+    by_pgvector = [row.text for row in search.vector_search_memory("gone", QUERIES[0], 4)]
+    with monkeypatch.context() as patched:  # another process tears down: this one keeps its cache
+        patched.setattr(vector_backend, "forget_detection", lambda: None)
+        vector_pgvector.teardown()
+    assert vector_backend.vector_backend().search == "pgvector"  # still cached
+
+    assert [row.text for row in search.vector_search_memory("gone", QUERIES[0], 4)] == by_pgvector
+    assert vector_backend.vector_backend().search == "in-process exact"  # detected again
+    with monkeypatch.context() as patched:
+        patched.setattr(vector_backend, "forget_detection", lambda: None)
+        vector_backend._set_up.add(vector_backend._database_key())  # cached once more
+        make_memory("gone", TEXTS[4])  # the write's mirror step finds no table: the write commits
+    assert MemoryEntryVector.objects.filter(scope_id="gone").count() == 5
+    assert "pgvector side tables are gone" in caplog.text
