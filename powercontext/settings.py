@@ -276,14 +276,16 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
     raise ImproperlyConfigured(
         f"POWERCONTEXT_EMBED_WRITES must be async or sync, got {POWERCONTEXT_EMBED_WRITES!r}"
     )
-# Which path ranks vectors: auto = the database's own when it has one (pgvector installed in
-# PostgreSQL), else exact in process; on SQLite auto stays in process (sqlite-vec measured slower:
-# docs/retrieval.md "sqlite-vec on SQLite"); sqlite-vec = sqlite-vec on SQLite when it is loaded;
-# in-process = always in process.
+# Which path ranks vectors (exact on every path): auto (default) = in process, on both databases
+# (measured fastest: docs/retrieval.md); in-process = the same, explicitly; sqlite-vec = in SQLite
+# with sqlite-vec (SQLite connections then use the pysqlite3 driver); pgvector = in PostgreSQL with
+# pgvector when the database has the extension (side tables set up by migrate/rebuild_search_index).
+# A path that is not available falls back to in process; rebuild_search_index reports the path.
 POWERCONTEXT_VECTOR_SEARCH = os.environ.get("POWERCONTEXT_VECTOR_SEARCH", "auto").strip() or "auto"
-if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process", "sqlite-vec"}:
+if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process", "sqlite-vec", "pgvector"}:
     raise ImproperlyConfigured(
-        f"POWERCONTEXT_VECTOR_SEARCH must be auto, in-process or sqlite-vec, got {POWERCONTEXT_VECTOR_SEARCH!r}"
+        "POWERCONTEXT_VECTOR_SEARCH must be auto, in-process, sqlite-vec or pgvector,"
+        f" got {POWERCONTEXT_VECTOR_SEARCH!r}"
     )
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.

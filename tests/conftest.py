@@ -18,6 +18,9 @@ from django.db import connection
 from django.test import Client
 
 STRICT = os.environ.get("POWERCONTEXT_TEST_STRICT") == "1"
+# Set by the pgvector pass (scripts/test.sh, against scripts/pgvector_server.sh): the database
+# must have pgvector set up, and the tests marked ``pgvector`` run (elsewhere they are deselected).
+EXPECT_PGVECTOR = os.environ.get("POWERCONTEXT_TEST_EXPECT_PGVECTOR") == "1"
 
 
 def _vendor() -> str:
@@ -35,6 +38,8 @@ def _missing_services() -> dict[str, str]:
         missing["integration"] = "needs POWERCONTEXT_TEST_REDIS_URL (a Redis for a real Celery worker)"
     if not shutil.which(os.environ.get("POWERCONTEXT_TEST_CHROMIUM", "/usr/bin/chromium")):
         missing["browser"] = "needs Debian's chromium (/usr/bin/chromium)"
+    if not EXPECT_PGVECTOR:
+        missing["pgvector"] = "runs in the pgvector pass (TEST_PGVECTOR_URL; scripts/pgvector_server.sh)"
     return missing
 
 
@@ -67,7 +72,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reporter.write_line("PowerContext: tests deselected for this database/service set:")
         for line in lines:
             reporter.write_line(line)
-    if STRICT and _vendor() == "postgresql":
+    # The pgvector pass is a pass of its own, which scripts/test.sh demands in strict mode.
+    if STRICT and _vendor() == "postgresql" and set(dropped) - {"pgvector"}:
         raise pytest.UsageError(
             "POWERCONTEXT_TEST_STRICT=1 but a required service is missing:\n" + "\n".join(lines)
         )
@@ -92,6 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"expected sqlite-vec, but the SQLite driver is {base.driver()} and sqlite-vec "
                 f"{'did not load' if loaded is None else 'loaded'} (pip install -r requirements.txt)"
             )
+    if EXPECT_PGVECTOR and _vendor() != "postgresql":
+        raise pytest.UsageError("POWERCONTEXT_TEST_EXPECT_PGVECTOR=1 needs a PostgreSQL DATABASE_URL")
 
 
 class Api:

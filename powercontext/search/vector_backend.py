@@ -1,16 +1,19 @@
 """Which vector search path serves this database, and whether pgvector is installed in it.
 
-Vector search is exact (``powercontext.search.vectors``). On SQLite it runs in the database with
-sqlite-vec (``vector_sqlitevec``) when ``powercontext.db.sqlite3`` loaded it into the connection
-(only when ``POWERCONTEXT_VECTOR_SEARCH`` is ``sqlite-vec``: measured slower than the cached
-in-process matrix, docs/retrieval.md "sqlite-vec on SQLite"); otherwise in process
-(``vector_inprocess``). On
-PostgreSQL the operator's database may have the ``vector`` extension (pgvector) installed; this
-module detects it, once per process and database, with one catalog query (``pg_extension``:
-installed in this database, not merely available on the server). A pgvector query path is not
-implemented: pgvector is not packaged for the Debian release this service targets, so no such
-path could be tested here, and an untested one is not shipped. When the extension is present,
-reports say so and that the in-process path is still the one in use.
+Vector search is exact (``powercontext.search.vectors``) and by default in process
+(``vector_inprocess``: a cached per-scope matrix), on both databases: that measured fastest.
+A database's own path is used when ``POWERCONTEXT_VECTOR_SEARCH`` asks for it:
+
+- ``sqlite-vec``: on SQLite, when ``powercontext.db.sqlite3`` loaded sqlite-vec into the
+  connection (``vector_sqlitevec``; docs/retrieval.md "sqlite-vec on SQLite");
+- ``pgvector``: on PostgreSQL, when the operator's database has the ``vector`` extension installed
+  (detected once per process and database with one catalog query, ``pg_extension``: installed in
+  this database, not merely available on the server) and its side tables are set up
+  (``vector_pgvector``; ``rebuild_search_index`` or ``migrate`` creates and fills them; checked
+  again on each use until they exist; docs/retrieval.md "pgvector path").
+
+Otherwise (or when the asked-for path is not available) the in-process path serves, and reports
+say why.
 """
 
 from __future__ import annotations
@@ -27,18 +30,21 @@ from powercontext.search.queries import ExperienceSearchRow
 
 IN_PROCESS = "in-process exact"
 SQLITE_VEC = "sqlite-vec"
+PGVECTOR = "pgvector"
 
 _detected: dict[tuple[str, str, str, str], str | None] = {}
+_set_up: set[tuple[str, str, str, str]] = set()  # databases whose pgvector side tables exist
 _lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class VectorBackend:
-    search: str  # the path vector search takes: IN_PROCESS, or "sqlite-vec <version>" on SQLite
+    search: str  # the path vector search takes: IN_PROCESS, PGVECTOR or "sqlite-vec <version>"
     pgvector: str | None  # the installed extension's version; None when absent or not PostgreSQL
     vendor: str
     # SQLite: the sqlite-vec version loaded into the connection; None when not loaded
     sqlite_vec: str | None = None
+    pgvector_set_up: bool = False  # the side tables exist: vector writes are mirrored into them
 
     def as_dict(self) -> dict[str, object]:
         if self.vendor == "sqlite":
@@ -62,7 +68,14 @@ class VectorBackend:
             return "not applicable"
         if self.pgvector is None:
             return "absent"
-        return f"installed ({self.pgvector}), not used"
+        if self.search == PGVECTOR:
+            return f"installed ({self.pgvector}), in use"
+        if settings.POWERCONTEXT_VECTOR_SEARCH == PGVECTOR and not self.pgvector_set_up:
+            return f"installed ({self.pgvector}), not set up: run rebuild_search_index"
+        set_up = "set up" if self.pgvector_set_up else "not set up"
+        return (
+            f"installed ({self.pgvector}), {set_up}, not used (POWERCONTEXT_VECTOR_SEARCH=pgvector uses it)"
+        )
 
     def describe(self) -> str:
         if self.vendor == "sqlite":
@@ -111,7 +124,21 @@ def vector_backend() -> VectorBackend:
         version = installed_pgvector_version()
         with _lock:
             _detected[key] = version
-    return VectorBackend(IN_PROCESS, version, connection.vendor)
+    if version is None:
+        return VectorBackend(IN_PROCESS, None, connection.vendor)
+    with _lock:
+        set_up = key in _set_up
+    if not set_up:
+        from powercontext.search import vector_pgvector
+
+        set_up = vector_pgvector.is_set_up()
+        if set_up:
+            with _lock:
+                _set_up.add(key)
+    # ``auto`` stays in process on PostgreSQL too: pgvector's exact scan made hybrid prepare ~1.9x
+    # slower at 10k entries (docs/retrieval.md "pgvector path").
+    use = set_up and settings.POWERCONTEXT_VECTOR_SEARCH == PGVECTOR
+    return VectorBackend(PGVECTOR if use else IN_PROCESS, version, connection.vendor, pgvector_set_up=set_up)
 
 
 class Ranker(Protocol):
@@ -128,9 +155,12 @@ class Ranker(Protocol):
 
 def ranker() -> Ranker:
     """The ranking functions of the path ``vector_backend()`` names."""
-    from powercontext.search import vector_inprocess
+    from powercontext.search import vector_inprocess, vector_pgvector
 
-    if connection.vendor == "sqlite" and vector_backend().search.startswith(SQLITE_VEC):
+    search = vector_backend().search
+    if search == PGVECTOR:
+        return vector_pgvector
+    if search.startswith(SQLITE_VEC):
         from powercontext.search import vector_sqlitevec
 
         return vector_sqlitevec
@@ -141,3 +171,4 @@ def forget_detection() -> None:
     """Detect again on next use (after an operator installs or drops the extension)."""
     with _lock:
         _detected.clear()
+        _set_up.clear()

@@ -77,6 +77,10 @@ class _ScopeLRU(Generic[_V]):
         with self._lock:
             return self._entries[scope_id]
 
+    def __contains__(self, scope_id: object) -> bool:
+        with self._lock:
+            return scope_id in self._entries
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)

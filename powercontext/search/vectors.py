@@ -6,10 +6,11 @@ written after commit by the embedder (``pending``; or by the writers' transactio
 other indexes (``rebuild``). Entries without a vector yet are invisible to vector search only.
 
 Search is exact. The ranking comes from the database's vector search path, chosen by
-``vector_backend`` (sqlite-vec in SQLite: ``vector_sqlitevec``; in process over a cached
-per-scope matrix: ``vector_inprocess``). Hits are then read by one statement that re-checks that
-each is still active in the head and reads the head revision, so all hits cite the revision the
-ranking saw.
+``vector_backend`` (by default in process over a cached per-scope matrix: ``vector_inprocess``;
+when asked for, sqlite-vec in SQLite: ``vector_sqlitevec``, or pgvector in SQL over side tables
+that mirror the vector rows: ``vector_pgvector``, whose ``mirror`` every insert path calls in its
+transaction). Hits are then read by one statement that re-checks that each is still active in
+the head and reads the head revision, so all hits cite the revision the ranking saw.
 
 ``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
 
@@ -34,7 +35,7 @@ from powercontext.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
-from powercontext.search import embedding, vector_backend, vector_inprocess
+from powercontext.search import embedding, vector_backend, vector_inprocess, vector_pgvector
 from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow, search_context, search_memory
 
 FTS_MODES = ("auto", "fts")
@@ -82,6 +83,7 @@ def add_vectors(versions: Iterable[MemoryEntryVersion | tuple[int, str, str]]) -
     ]
     MemoryEntryVector.objects.filter(entry_version_id__in=[pk for pk, _, _ in items]).delete()
     MemoryEntryVector.objects.bulk_create(rows)
+    vector_pgvector.mirror(entry_version_ids=[pk for pk, _, _ in items])
     return len(rows)
 
 
@@ -99,6 +101,7 @@ def add_experience_vector(head: Artifact) -> int:
         model=model.model_id,
         vector=embedding.to_bytes(model.embed(head.searchable_text)),
     )
+    vector_pgvector.mirror(head_ids=[head.pk])
     return 1
 
 

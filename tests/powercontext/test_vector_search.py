@@ -12,10 +12,18 @@ from django.db import connection
 
 from powercontext import search
 from powercontext.models import MemoryEntryVector
-from powercontext.search import embedding, vector_backend, vector_inprocess, vector_sqlitevec, vectors
+from powercontext.search import (
+    embedding,
+    vector_backend,
+    vector_inprocess,
+    vector_pgvector,
+    vector_sqlitevec,
+    vectors,
+)
 from powercontext.selectors.context import context_candidates
 from powercontext.selectors.memory import memory_search
 from powercontext.services import memory as memory_services
+from tests.conftest import EXPECT_PGVECTOR
 from tests.powercontext.factories import citation_of, make_memory
 
 PAINTING = "Ann painted a sunrise over the lake"
@@ -32,11 +40,11 @@ PARAPHRASE = "artwork of the morning sky"
 
 @pytest.fixture(params=["database", "in-process"])
 def vector_path(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Run a test on the database's own vector search path (sqlite-vec on SQLite when loaded;
-    ``auto`` on PostgreSQL) and on the in-process one, and check the path taken is the one asked
+    """Run a test on the database's own vector search path (sqlite-vec on SQLite when loaded,
+    pgvector on PostgreSQL when set up) and on the in-process one, and check the path taken is the one asked
     for."""
     sqlite = connection.vendor == "sqlite"
-    setting = {"database": "sqlite-vec" if sqlite else "auto"}.get(request.param, "in-process")
+    setting = {"database": "sqlite-vec" if sqlite else "pgvector"}.get(request.param, "in-process")
     settings.POWERCONTEXT_VECTOR_SEARCH = setting
     vector_backend.forget_detection()
     chosen = vector_backend.ranker()
@@ -44,6 +52,8 @@ def vector_path(request: pytest.FixtureRequest, settings: Any) -> str:
         assert chosen is vector_inprocess
     elif sqlite and getattr(connection, "sqlite_vec_version", None):
         assert chosen is vector_sqlitevec
+    elif EXPECT_PGVECTOR:
+        assert chosen is vector_pgvector
     return setting
 
 

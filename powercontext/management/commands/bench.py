@@ -167,13 +167,21 @@ def _sqlite_driver() -> str | None:
 
 
 def _vector_paths(prepare: Callable[[str, str], Any], queries: list[str]) -> dict[str, Any] | None:
-    """Prepare (hybrid) and the bare Memory ranking with sqlite-vec against the in-process path,
-    interleaved call by call (alternating which goes first) on the same warm query vectors; None
-    unless sqlite-vec is loaded into the SQLite connection."""
+    """Prepare (hybrid) and the bare Memory ranking with the database's own vector path
+    (sqlite-vec loaded into SQLite, or pgvector set up in PostgreSQL) against the in-process
+    path, interleaved call by call (alternating which goes first) on the same warm query vectors;
+    None when the database has neither."""
     model = embedding.embedder()
-    if model is None or vector_backend.vector_backend().sqlite_vec is None:
+    backend = vector_backend.vector_backend()
+    if model is None:
         return None
-    paths = {"sqlite-vec": "sqlite-vec", "in-process": "in-process"}
+    if backend.sqlite_vec is not None:
+        own, version = "sqlite-vec", backend.sqlite_vec
+    elif backend.pgvector_set_up:
+        own, version = "pgvector", backend.pgvector
+    else:
+        return None
+    paths = {own: own, "in-process": "in-process"}
     prepares: dict[str, list[float]] = {name: [] for name in paths}
     ranks: dict[str, list[float]] = {name: [] for name in paths}
     for setting in paths.values():  # warm each path (the in-process matrix cache) untimed
@@ -191,8 +199,8 @@ def _vector_paths(prepare: Callable[[str, str], Any], queries: list[str]) -> dic
                 started = time.perf_counter()
                 ranker.rank_memory(SCOPE, model.model_id, query_vector, vectors.FUSION_DEPTH)
                 ranks[name].append((time.perf_counter() - started) * 1000)
-    result: dict[str, Any] = {"version": vector_backend.vector_backend().sqlite_vec}
-    # What the sqlite-vec path never pays: the in-process path's first ranking in a process
+    result: dict[str, Any] = {"path": own, "version": version}
+    # What the database's path never pays: the in-process path's first ranking in a process
     # (or after a rebuild) reads the scope's whole matrix.
     vectors.clear_cache()
     started = time.perf_counter()
@@ -207,7 +215,7 @@ def _vector_paths(prepare: Callable[[str, str], Any], queries: list[str]) -> dic
         }
     for key in ("prepare_p50_ms", "prepare_p95_ms", "rank_p50_ms", "rank_p95_ms"):
         base = result["in-process"][key]
-        result[f"{key.removesuffix('_ms')}_sqlite_vec_vs_in_process"] = (
-            round(result["sqlite-vec"][key] / base, 2) if base else None
+        result[f"{key.removesuffix('_ms')}_{own.replace('-', '_')}_vs_in_process"] = (
+            round(result[own][key] / base, 2) if base else None
         )
     return result
