@@ -164,15 +164,24 @@ def _memory_row(record: Mapping[str, Any], score: float) -> MemorySearchRow:
     )
 
 
-def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceSearchRow:
-    content = record["content"]
+def experience_row(
+    pk: int, artifact_id: str, revision: int, content: Any, score: float
+) -> ExperienceSearchRow:
+    """An Experience hit from a head's columns (``content`` as the driver returns JSON: text on
+    SQLite, decoded on PostgreSQL); every Experience ranking builds its rows with this."""
     return ExperienceSearchRow(
-        artifact_pk=record["pk"],
+        artifact_pk=int(pk),
         family=EXPERIENCE_FAMILY,
-        artifact_id=record["public_id"],
-        revision=record["head_revision"],
+        artifact_id=str(artifact_id),
+        revision=int(revision),
         content=json.loads(content) if isinstance(content, str) else content,
         score=score,
+    )
+
+
+def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceSearchRow:
+    return experience_row(
+        record["pk"], record["public_id"], record["head_revision"], record["content"], score
     )
 
 

@@ -25,7 +25,6 @@ the ranking saw and (membership id, score) pairs, best first, ties by membership
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -46,8 +45,8 @@ from powercontext.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding
-from powercontext.search.queries import ExperienceSearchRow
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.selectors.artifacts import recallable_experience_sql
 
 CACHE_SCOPES = 32
 CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
@@ -404,14 +403,7 @@ def rank_experience(
                 continue
             content = head[1]
             found.append(
-                ExperienceSearchRow(
-                    artifact_pk=pk,
-                    family=EXPERIENCE_FAMILY,
-                    artifact_id=vectors.artifact_ids[i],
-                    revision=revision,
-                    content=json.loads(content) if isinstance(content, str) else content,
-                    score=max(0.0, float(scores[i])),
-                )
+                experience_row(pk, vectors.artifact_ids[i], revision, content, max(0.0, float(scores[i])))
             )
         heads = None
     return found

@@ -23,7 +23,6 @@ in the same statement, so the ranking and the revision come from one snapshot.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,8 +42,8 @@ from powercontext.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding, vector_inprocess
-from powercontext.search.queries import ExperienceSearchRow
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.selectors.artifacts import recallable_experience_sql
 
 logger = logging.getLogger("powercontext.search")
 
@@ -371,14 +370,4 @@ def rank_experience(
             rows: Sequence[Any] = cursor.fetchall()
     except MirrorGone:
         return vector_inprocess.rank_experience(scope_id, model_id, query_vector, limit)
-    return [
-        ExperienceSearchRow(
-            artifact_pk=int(row[0]),
-            family=EXPERIENCE_FAMILY,
-            artifact_id=str(row[1]),
-            revision=int(row[2]),
-            content=json.loads(row[3]) if isinstance(row[3], str) else row[3],
-            score=max(0.0, -float(row[4])),
-        )
-        for row in rows
-    ]
+    return [experience_row(row[0], row[1], row[2], row[3], max(0.0, -float(row[4]))) for row in rows]

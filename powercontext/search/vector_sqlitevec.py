@@ -13,7 +13,6 @@ Same contract as ``powercontext.search.vector_inprocess`` (see ``vector_backend.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -29,8 +28,8 @@ from powercontext.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding
-from powercontext.search.queries import ExperienceSearchRow
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.selectors.artifacts import recallable_experience_sql
 
 # Cosine distance in [0, 2]; NULL (a zero vector) counts as orthogonal, like the in-process dot.
 _DISTANCE = "COALESCE(vec_distance_cosine(x.vector, %s), 1.0)"
@@ -98,14 +97,4 @@ def rank_experience(
             _EXPERIENCE_SQL, [embedding.to_bytes(query_vector), scope_id, scope_id, model_id, limit]
         )
         rows = cursor.fetchall()
-    return [
-        ExperienceSearchRow(
-            artifact_pk=int(row[0]),
-            family=EXPERIENCE_FAMILY,
-            artifact_id=str(row[1]),
-            revision=int(row[2]),
-            content=json.loads(row[3]) if isinstance(row[3], str) else row[3],
-            score=_score(row[4]),
-        )
-        for row in rows
-    ]
+    return [experience_row(row[0], row[1], row[2], row[3], _score(row[4])) for row in rows]

@@ -347,7 +347,9 @@ def test_on_the_standard_library_driver_vector_search_runs_in_process(tmp_path: 
 
 
 @pytest.mark.django_db
-def test_the_benchmark_times_prepare_on_the_database_path_and_in_process_in_one_run(embeddings: Any, tmp_path: Path) -> None:
+def test_the_benchmark_times_prepare_on_the_database_path_and_in_process_in_one_run(
+    embeddings: Any, tmp_path: Path
+) -> None:
     out = tmp_path / "bench.json"
     call_command(
         "bench",
