@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -260,7 +260,7 @@ def _sound(model_id: str, actual: tuple[int, str, str, bytes | memoryview], expe
 
 def _verify_vectors(
     scope_id: str | None, report: VerifyReport, model_id: str
-) -> tuple[list[int], list[tuple[int, str, str]]]:
+) -> tuple[list[int], list[VectorWork]]:
     """Merge-compare expected and stored vectors; return (rows to delete, versions to embed)."""
     rows = MemoryEntryVector.objects.all()
     if scope_id is not None:
@@ -271,7 +271,7 @@ def _verify_vectors(
         .iterator(chunk_size=REBUILD_BATCH)
     )
     delete: list[int] = []
-    embed: list[tuple[int, str, str]] = []
+    embed: list[VectorWork] = []
     lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
     for want, have in _merge(_expected_vectors(scope_id), actual):
         if want is None:
@@ -285,21 +285,23 @@ def _verify_vectors(
                 report.vectors_pending += 1
             else:
                 report.vectors_missing += 1
-            embed.append((pk, scope, text))
+            embed.append(VectorWork(pk, scope, text))
         elif not _sound(model_id, have, scope):
             report.vectors_mismatched += 1
             delete.append(pk)
-            embed.append((pk, scope, text))
+            embed.append(VectorWork(pk, scope, text))
     return delete, embed
 
 
-# Work items of the vector index are (key, scope id, text): the key is an entry version pk, or
-# the NEGATED pk of a recallable Experience head (``experience_key``), so Memory and Experience
-# vectors share the missing query, the embedder and ``store_vectors``.
+class VectorWork(NamedTuple):
+    """One vector to compute: of an entry version (``pk`` = its pk) or, with ``experience``, of a
+    recallable Experience head (``pk`` = the head's pk). Memory and Experience vectors share the
+    missing query, the embedder and ``store_vectors``."""
 
-
-def experience_key(head_pk: int) -> int:
-    return -head_pk
+    pk: int
+    scope_id: str
+    text: str
+    experience: bool = False
 
 
 def _expected_experience(scope_id: str | None) -> dict[int, tuple[str, str, int]]:
@@ -317,7 +319,7 @@ def _expected_experience(scope_id: str | None) -> dict[int, tuple[str, str, int]
 
 def _verify_experience_vectors(
     scope_id: str | None, report: VerifyReport, model_id: str
-) -> tuple[list[int], list[tuple[int, str, str]]]:
+) -> tuple[list[int], list[VectorWork]]:
     """Compare recallable Experience heads with their vectors (few rows: read at once); return
     (head pks whose vector to delete, work items to embed). Counted with Memory's."""
     expected = _expected_experience(scope_id)
@@ -325,7 +327,7 @@ def _verify_experience_vectors(
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
     delete: list[int] = []
-    embed: list[tuple[int, str, str]] = []
+    embed: list[VectorWork] = []
     lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
     actual = {
         int(row[0]): row for row in rows.values_list("head_id", "scope_id", "model", "vector", "revision")
@@ -342,11 +344,11 @@ def _verify_experience_vectors(
                 report.vectors_pending += 1
             else:
                 report.vectors_missing += 1
-            embed.append((experience_key(pk), scope, text))
+            embed.append(VectorWork(pk, scope, text, experience=True))
         elif have[4] != revision or not _sound(model_id, (pk, have[1], have[2], have[3]), scope):
             report.vectors_mismatched += 1
             delete.append(pk)
-            embed.append((experience_key(pk), scope, text))
+            embed.append(VectorWork(pk, scope, text, experience=True))
     return delete, embed
 
 
@@ -355,9 +357,9 @@ def _missing_experience(scope_id: str | None) -> Any:
     return heads.filter(scope_id=scope_id) if scope_id is not None else heads
 
 
-def missing_vectors(scope_id: str | None, limit: int) -> list[tuple[int, str, str]]:
+def missing_vectors(scope_id: str | None, limit: int) -> list[VectorWork]:
     """Up to ``limit`` work items with no vector row, oldest first: entry versions active in
-    their head, then recallable Experience heads (negated pks) — what the after-commit embedder
+    their head, then recallable Experience heads — what the after-commit embedder
     still has to do (anti-joins on the one-to-one vectors, so the cost follows the gap)."""
     rows = MemoryMembership.objects.filter(
         to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
@@ -365,14 +367,14 @@ def missing_vectors(scope_id: str | None, limit: int) -> list[tuple[int, str, st
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
     items = [
-        (int(pk), str(scope), str(text))
+        VectorWork(int(pk), str(scope), str(text))
         for pk, scope, text in rows.order_by("entry_version_id").values_list(
             "entry_version_id", "scope_id", "entry_version__text"
         )[:limit]
     ]
     if len(items) < limit:
         items.extend(
-            (experience_key(int(pk)), str(scope), str(text))
+            VectorWork(int(pk), str(scope), str(text), experience=True)
             for pk, scope, text in _missing_experience(scope_id)
             .order_by("pk")
             .values_list("pk", "scope_id", "searchable_text")[: limit - len(items)]
@@ -397,7 +399,7 @@ def scopes_missing_vectors() -> list[str]:
 
 def store_vectors(
     model: embedding.Embedder,
-    batch: list[tuple[int, str, str]],
+    batch: list[VectorWork],
     before_each: Callable[[], None] | None = None,
 ) -> int:
     """Embed ``batch`` outside any transaction, then store in one transaction the vectors of the
@@ -413,18 +415,21 @@ def store_vectors(
     if not batch:
         return 0
     assert _outside_transactions(), "a model run never happens inside a transaction"
-    computed: dict[int, tuple[str, bytes]] = {}
-    texts: dict[int, str] = {}
-    for pk, scope, text in batch:
+    memory: dict[int, tuple[str, bytes]] = {}  # entry version pk -> (scope id, vector)
+    experience: dict[int, tuple[str, bytes]] = {}  # head pk -> (embedded text, vector)
+    for item in batch:
         if before_each is not None:
             before_each()
-        computed[pk] = (scope, embedding.to_bytes(model.embed(text)))
-        texts[pk] = text
+        vector = embedding.to_bytes(model.embed(item.text))
+        if item.experience:
+            experience[item.pk] = (item.text, vector)
+        else:
+            memory[item.pk] = (item.scope_id, vector)
     with transaction.atomic():
         list(
             Artifact.objects.select_for_update()
             .filter(
-                scope_id__in=sorted({scope for key, (scope, _) in computed.items() if key > 0}),
+                scope_id__in=sorted({scope for scope, _ in memory.values()}),
                 family=MEMORY_FAMILY,
                 artifact_id=MEMORY_ARTIFACT_ID,
             )
@@ -433,7 +438,7 @@ def store_vectors(
         )
         active = set(
             MemoryMembership.objects.filter(
-                entry_version_id__in=[key for key in computed if key > 0],
+                entry_version_id__in=list(memory),
                 to_revision__isnull=True,
                 state=MemoryMembership.State.ACTIVE,
             ).values_list("entry_version_id", flat=True)
@@ -446,33 +451,26 @@ def store_vectors(
         rows = [
             MemoryEntryVector(
                 entry_version_id=pk,
-                scope_id=computed[pk][0],
+                scope_id=memory[pk][0],
                 model=model.model_id,
-                vector=computed[pk][1],
+                vector=memory[pk][1],
             )
             for pk in sorted(active - present)
         ]
         MemoryEntryVector.objects.bulk_create(rows, ignore_conflicts=True)
-        stored = len(rows) + _store_experience_vectors(model, computed, texts)
-        vector_pgvector.mirror(
-            entry_version_ids=[key for key in computed if key > 0],
-            head_ids=[-key for key in computed if key < 0],
-        )
+        stored = len(rows) + _store_experience_vectors(model, experience)
+        vector_pgvector.mirror(entry_version_ids=list(memory), head_ids=list(experience))
     return stored
 
 
-def _store_experience_vectors(
-    model: embedding.Embedder, computed: dict[int, tuple[str, bytes]], texts: dict[int, str]
-) -> int:
+def _store_experience_vectors(model: embedding.Embedder, computed: dict[int, tuple[str, bytes]]) -> int:
     """Inside ``store_vectors``' transaction: store the vectors of the Experience heads of the
-    batch (negated keys) that are still recallable with the embedded text and still have none;
+    batch (head pk -> (embedded text, vector)) that are still recallable with the embedded text and still have none;
     each head row is locked as its writers lock it, so a retire or a new revision cannot slip
     between the check and the insert."""
     heads = {
         head.pk: head
-        for head in Artifact.objects.select_for_update()
-        .filter(pk__in=sorted(-key for key in computed if key < 0))
-        .order_by("pk")
+        for head in Artifact.objects.select_for_update().filter(pk__in=sorted(computed)).order_by("pk")
     }
     present = set(ExperienceVector.objects.filter(head_id__in=list(heads)).values_list("head_id", flat=True))
     rows = [
@@ -481,12 +479,10 @@ def _store_experience_vectors(
             revision=head.current_revision,
             scope_id=head.scope_id,
             model=model.model_id,
-            vector=computed[experience_key(pk)][1],
+            vector=computed[pk][1],
         )
         for pk, head in sorted(heads.items())
-        if pk not in present
-        and is_recallable_experience(head)
-        and head.searchable_text == texts[experience_key(pk)]
+        if pk not in present and is_recallable_experience(head) and head.searchable_text == computed[pk][0]
     ]
     ExperienceVector.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)

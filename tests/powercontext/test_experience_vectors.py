@@ -95,7 +95,9 @@ def test_an_approval_never_fails_when_the_model_is_missing() -> None:
     head = approve("ev", STATUE)
 
     assert head.current_revision == 1 and vector_of(head) is None
-    assert search.missing_vectors("ev", 10) == [(-head.pk, "ev", head.searchable_text)]
+    assert search.missing_vectors("ev", 10) == [
+        rebuild.VectorWork(head.pk, "ev", head.searchable_text, experience=True)
+    ]
     assert window("ev", "marble statue") == [STATUE["situation"]]
 
 
