@@ -19,6 +19,7 @@ from context_api.builder import (
 )
 from context_api.explain import CandidateTrace, Explanation, explain
 from powercontext import search
+from powercontext.search.vector_backend import vector_backend
 from powercontext.selectors.context import context_candidates
 
 PREVIEW_CHARS = 40
@@ -67,6 +68,9 @@ class ExplainReport:
     search_mode: str
     explanation: Explanation
     previews: dict[tuple[str, int], str] | None
+    # The path that ranked vectors (``vector_backend``: "in-process exact", "pgvector", …);
+    # None when the mode used no vectors (fts).
+    vector_search: str | None = None
 
     @property
     def head(self) -> str:
@@ -95,7 +99,12 @@ class ExplainReport:
         ]
 
     def as_dict(self) -> dict[str, Any]:
-        body = {"scope_id": self.scope_id, "search_mode": self.search_mode, **self.explanation.as_dict()}
+        body = {
+            "scope_id": self.scope_id,
+            "search_mode": self.search_mode,
+            "vector_search": self.vector_search,
+            **self.explanation.as_dict(),
+        }
         if self.previews is not None:
             for row, trace in zip(body["candidates"], self.explanation.candidates, strict=True):
                 row["text_preview"] = self.previews[(trace.source, trace.rank)]
@@ -134,4 +143,11 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
                 for rank, hit in enumerate(found.experience_hits, start=1)
             },
         }
-    return ExplainReport(scope_id=scope_id, search_mode=mode, explanation=explained, previews=previews)
+    vector_path = vector_backend().search if mode in {"vector", "hybrid"} else None
+    return ExplainReport(
+        scope_id=scope_id,
+        search_mode=mode,
+        explanation=explained,
+        previews=previews,
+        vector_search=vector_path,
+    )

@@ -153,6 +153,8 @@ def test_it_shows_each_candidate_decision_with_bytes_and_the_budget_used(
     assert budget == f"{prepared['content_bytes']} of 1400 bytes ({prepared['content_bytes'] * 100 // 1400}%)"
     assert re.search(r'id="admitted-count">3<', html)
     assert "memory@" in html  # the Memory head read
+    mode = re.search(r"search mode</th><td>(.*?)</td>", html).group(1)
+    assert mode in {"hybrid (vectors ranked: in-process exact)", "fts"}  # the path that ranked vectors
     # Text is off by default: neither hit text nor the query is on the page.
     assert "tuesdays" not in html and "checklist" not in html and "release" not in html
     assert "quokka" not in html.split('id="explain-summary"', 1)[1]

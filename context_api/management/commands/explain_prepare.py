@@ -55,7 +55,10 @@ class Command(BaseCommand):
 
     def write_table(self, report: ExplainReport) -> None:
         prepared = report.explanation.prepared
-        self.stdout.write(f"scope {report.scope_id}  search {report.search_mode}  memory head {report.head}")
+        vectors = f" (vectors: {report.vector_search})" if report.vector_search else ""
+        self.stdout.write(
+            f"scope {report.scope_id}  search {report.search_mode}{vectors}  memory head {report.head}"
+        )
         self.stdout.write(
             f"status {prepared.status}  content_bytes {prepared.content_bytes} / max_bytes "
             f"{report.explanation.max_bytes}  admitted {len(report.explanation.admitted)}"
