@@ -21,6 +21,7 @@ from powercontext.models import ExperienceVector, MemoryEntryVector
 from powercontext.search import embedding, pending, vector_backend, vector_inprocess, vector_pgvector
 from powercontext.services import memory as memory_services
 from tests.powercontext.factories import citation_of, make_memory
+from tests.powercontext.ranking_check import assert_same_memory_ranking as same_ranking
 from tests.powercontext.test_experience_vectors import FILLER as EXPERIENCE_FILLER
 from tests.powercontext.test_experience_vectors import STATUE, approve
 
@@ -50,15 +51,7 @@ def mirror_count(table: str) -> int:
 
 
 def assert_same_memory_ranking(scope: str, query: str, limit: int) -> tuple[int, list[tuple[int, float]]]:
-    vector = embedding.embedder().embed_query(query)  # type: ignore[union-attr]
-    ours = vector_pgvector.rank_memory(scope, embedding.MODEL_ID, vector, limit)
-    reference = vector_inprocess.rank_memory(scope, embedding.MODEL_ID, vector, limit)
-    assert ours is not None and reference is not None
-    assert ours[0] == reference[0]
-    assert [pk for pk, _ in ours[1]] == [pk for pk, _ in reference[1]]
-    for (_, score), (_, expected) in zip(ours[1], reference[1], strict=True):
-        assert abs(score - expected) < 1e-5 and score >= 0.0
-    return ours
+    return same_ranking(vector_pgvector, scope, query, limit)
 
 
 def test_the_pass_has_pgvector_set_up_by_migrate() -> None:

@@ -27,6 +27,7 @@ from powercontext.models import MemoryEntryVector, MemoryMembership
 from powercontext.search import embedding, vector_backend, vector_inprocess, vector_sqlitevec, vectors
 from powercontext.services import memory as memory_services
 from tests.powercontext.factories import citation_of, make_memory
+from tests.powercontext.ranking_check import assert_same_memory_ranking as same_ranking
 from tests.powercontext.test_experience_vectors import FILLER as EXPERIENCE_FILLER
 from tests.powercontext.test_experience_vectors import QUERY as EXPERIENCE_QUERY
 from tests.powercontext.test_experience_vectors import STATUE, approve
@@ -66,16 +67,7 @@ def sqlite_vec_loaded() -> str | None:
 
 
 def assert_same_memory_ranking(scope: str, query: str, limit: int) -> tuple[int, list[tuple[int, float]]]:
-    """Both paths rank the same rows: same ids, same order, scores within 1e-5."""
-    query_vector = embedding.embedder().embed_query(query)  # type: ignore[union-attr]
-    by_sql = vector_sqlitevec.rank_memory(scope, embedding.MODEL_ID, query_vector, limit)
-    in_process = vector_inprocess.rank_memory(scope, embedding.MODEL_ID, query_vector, limit)
-    assert by_sql is not None and in_process is not None
-    assert by_sql[0] == in_process[0]
-    assert [pk for pk, _ in by_sql[1]] == [pk for pk, _ in in_process[1]]
-    for (_, a), (_, b) in zip(by_sql[1], in_process[1], strict=True):
-        assert a == pytest.approx(b, abs=1e-5)
-    return by_sql
+    return same_ranking(vector_sqlitevec, scope, query, limit)
 
 
 # --- the driver and which path is used ----------------------------------------------------------
