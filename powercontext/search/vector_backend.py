@@ -154,9 +154,13 @@ class Ranker(Protocol):
 
 
 def ranker() -> Ranker:
-    """The ranking functions of the path ``vector_backend()`` names."""
+    """The ranking functions of the path ``vector_backend()`` names. With the default setting
+    that is the in-process path, decided without detection (this runs twice per hybrid prepare;
+    a database with pgvector installed but not chosen must not cost a catalog query there)."""
     from powercontext.search import vector_inprocess, vector_pgvector
 
+    if settings.POWERCONTEXT_VECTOR_SEARCH not in {SQLITE_VEC, PGVECTOR}:
+        return vector_inprocess
     search = vector_backend().search
     if search == PGVECTOR:
         return vector_pgvector

@@ -78,6 +78,29 @@ def test_detection_queries_the_catalog_once_per_process_and_database() -> None:
 
 
 @pytest.mark.django_db
+def test_the_default_setting_chooses_the_in_process_ranker_without_a_query(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    # An installed extension whose side tables are not set up would cost a catalog query per
+    # detection; the prepare path (ranker, twice per hybrid prepare) must not pay it.
+    monkeypatch.setattr(backend, "installed_pgvector_version", lambda: "0.7.4")
+    monkeypatch.setattr(vector_pgvector, "is_set_up", lambda: False)
+    connection.ensure_connection()
+    for setting in ("auto", "in-process"):
+        settings.POWERCONTEXT_VECTOR_SEARCH = setting
+        with CaptureQueriesContext(connection) as queries:
+            for _ in range(3):
+                assert backend.ranker() is vector_inprocess
+        assert queries.captured_queries == []
+    calls: list[int] = []
+    monkeypatch.setattr(vector_pgvector, "is_set_up", lambda: calls.append(1) or False)
+    for setting in ("auto", "in-process"):
+        settings.POWERCONTEXT_VECTOR_SEARCH = setting
+        backend.ranker()
+    assert calls == []
+
+
+@pytest.mark.django_db
 def test_an_installed_extension_is_used_only_when_asked_for_and_set_up(
     monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
