@@ -28,9 +28,10 @@ run: $(STAMP) ## Migrate, collect static files and serve on 127.0.0.1:8000 (SQLi
 test: $(STAMP) ## Run the whole test suite (DATABASE_URL picks the database; default SQLite)
 	PY=$(PY) scripts/test.sh $(PYTEST_ARGS)
 
-lint: $(STAMP) ## Lint and check formatting
+lint: $(STAMP) ## Lint, check formatting and the import direction (import-linter)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP) ## mypy --strict on the pure modules (pyproject.toml lists them) and the hook
 	PY=$(PY) scripts/typecheck.sh

@@ -12,15 +12,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from context_api.auth import authenticate
-from context_api.builder import SCHEMA
 from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
 from context_api.operations import stats as stats_operations
 from context_api.validation import parse_json_object, read_body
 from powercontext import search
-from powercontext.families import Family
+from powercontext.core.families import Family
+from powercontext.memory.sources import CONTENT_SOURCE_TYPE
 from powercontext.pipeline import generators
-from powercontext.services.sources import CONTENT_SOURCE_TYPE
+from powercontext.prepare.builder import SCHEMA
 
 
 class OperationApi(V1Api):

@@ -6,9 +6,9 @@ from typing import Any
 
 from django.conf import settings
 
-from powercontext.exceptions import Forbidden, Unauthorized
-from powercontext.models import ApiToken
-from powercontext.services.tokens import api_token_mark_used, token_digest
+from powercontext.core.exceptions import Forbidden, Unauthorized
+from powercontext.core.models import ApiToken
+from powercontext.core.tokens import api_token_mark_used, token_digest
 
 
 def authenticate(request: Any) -> ApiToken | None:

@@ -16,7 +16,7 @@ from django.urls import reverse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
-from powercontext.exceptions import PowerContextError, RuntimeNotReady, Unauthorized
+from powercontext.core.exceptions import PowerContextError, RuntimeNotReady, Unauthorized
 
 logger = logging.getLogger("powercontext.api")
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from powercontext.exceptions import InvalidRequest, OriginForbidden, UnsupportedMediaType
+from powercontext.core.exceptions import InvalidRequest, OriginForbidden, UnsupportedMediaType
 
 JSON_MEDIA_TYPE = "application/json"
 

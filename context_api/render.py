@@ -6,8 +6,8 @@ import base64
 import binascii
 from typing import Any
 
-from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, ArtifactRevision
-from powercontext.selectors.memory import EntryView, SearchResult
+from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, ArtifactRevision
+from powercontext.memory.selectors import EntryView, SearchResult
 from review.models import Candidate
 
 

@@ -16,9 +16,9 @@ from typing import Any, cast
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import serializers
 
-from powercontext import families
-from powercontext.exceptions import InvalidRequest
-from powercontext.families import FamilySpec, ProposalField
+from powercontext.core import families
+from powercontext.core.exceptions import InvalidRequest
+from powercontext.core.families import FamilySpec, ProposalField
 
 NON_BLANK = families.NON_BLANK
 ID128 = re.compile(r"[\x21-\x7E]+")

@@ -1,4 +1,5 @@
-"""PowerContext: project package and core domain."""
+"""PowerContext: the project package (settings, urls, wsgi/asgi, the Celery app); the domain apps
+nest beside them, one folder per feature (docs/architecture.md)."""
 
 import os
 

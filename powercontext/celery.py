@@ -1,11 +1,22 @@
 """The Celery app. Without CELERY_BROKER_URL tasks run eagerly in-process (embedded default)."""
 
 import os
+from typing import Any
 
 from celery import Celery
+from django.db import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
 
 app = Celery("powercontext")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Every task is idempotent work: redelivered after a worker crash, retried with backoff while the
+# database is down.
+TASK_OPTIONS: dict[str, Any] = {
+    "acks_late": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 3,
+}

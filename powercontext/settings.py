@@ -130,9 +130,15 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "axes",
-    "powercontext",
+    # Domain apps, lowest layer first (docs/architecture.md; import-linter keeps the direction).
+    "powercontext.core",
+    "powercontext.search",
+    "powercontext.memory",
+    "powercontext.prepare",
     "review",
+    "powercontext.pipeline",
     "context_api",
+    "powercontext.evaluation",
     "drf_spectacular_sidecar",  # self-hosted Redoc for /v1/docs
 ]
 
@@ -231,8 +237,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 # Behind N reverse proxies, the client address is the Nth entry from the end of X-Forwarded-For.
 POWERCONTEXT_TRUSTED_PROXY_COUNT = _env_int("POWERCONTEXT_TRUSTED_PROXY_COUNT", 0)
-AXES_CLIENT_IP_CALLABLE = "powercontext.login_throttle.client_ip"
-AXES_LOCKOUT_CALLABLE = "powercontext.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "powercontext.core.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "powercontext.core.login_throttle.lockout_response"
 # No per-login history (address, user agent) beyond the failure counters themselves.
 AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False
@@ -409,7 +415,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Django's request and security records carry paths (with ids), rejected Hosts and Origins,
     # and exception messages: every record that reaches a handler passes this rewrite first.
-    "filters": {"request_privacy": {"()": "powercontext.log_privacy.RequestRecordFilter"}},
+    "filters": {"request_privacy": {"()": "powercontext.core.log_privacy.RequestRecordFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_privacy"]}
@@ -423,7 +429,7 @@ LOGGING = {
         "django.template": {"level": "INFO"},
         "django.db.backends": {"level": "INFO"},
         # django-axes logs usernames, addresses and user agents; refusals are logged by
-        # powercontext.login_throttle without them.
+        # powercontext.core.login_throttle without them.
         "axes": {"level": "ERROR"},
         # runserver's own request lines carry query strings (Inbox filters hold scope ids);
         # powercontext.access logs every request by route name instead.

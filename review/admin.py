@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from powercontext.admin import ReadOnlyAdmin, pretty_json
+from powercontext.core.admin import ReadOnlyAdmin, pretty_json
 from review import admin_audit as audit
 from review.models import Candidate, CandidateClaim, CandidateVersion, CannedReason, ReviewDecision
 
@@ -276,3 +276,7 @@ class CannedReasonAdmin(admin.ModelAdmin):
     list_display = ("text", "position")
     list_editable = ("position",)
     ordering = ("position", "id")
+
+
+# The ArtifactRevision admin links into the review audit trail, so it lives with review.
+from review import admin_artifacts  # noqa: E402, F401

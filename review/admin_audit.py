@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from powercontext.models import ArtifactRevision
+from powercontext.core.models import ArtifactRevision
 from review.models import CandidateVersion, ReviewDecision
 from review.selectors.evidence import ref_key, revision_rows, source_rows
 

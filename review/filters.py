@@ -11,7 +11,7 @@ from django import forms
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from powercontext import families
+from powercontext.core import families
 from review.models import Candidate
 from review.selectors import queue as queue_selectors
 from review.selectors.queue import Sort

@@ -8,8 +8,8 @@ from typing import Any
 
 from django import forms
 
-from powercontext import families
-from powercontext.exceptions import InvalidRequest
+from powercontext.core import families
+from powercontext.core.exceptions import InvalidRequest
 from review.selectors.candidate import VersionView
 from review.selectors.queue import BULK_MAX
 from review.services import Submission

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from powercontext import families
-from powercontext.models import ID_MAX_LENGTH, SCOPE_MAX_LENGTH, Artifact
+from powercontext.core import families
+from powercontext.core.models import ID_MAX_LENGTH, SCOPE_MAX_LENGTH, Artifact
 
 
 class Candidate(models.Model):

@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from powercontext import analyzer, families
-from powercontext.exceptions import (
+from powercontext.core import families
+from powercontext.core.exceptions import (
     ArtifactConflict,
     CandidateConflict,
     CandidateNotFound,
@@ -28,14 +28,15 @@ from powercontext.exceptions import (
     InvalidRequest,
     InvariantFailure,
 )
-from powercontext.models import Artifact, ArtifactRevision, Source
-from powercontext.services.artifacts import (
+from powercontext.core.models import Artifact, ArtifactRevision, Source
+from powercontext.memory.artifacts import (
     Refs,
     artifact_head_create,
     artifact_head_lock,
     artifact_revision_create,
     head_ref,
 )
+from powercontext.search import analyzer
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 
 MAX_EVIDENCE = 32

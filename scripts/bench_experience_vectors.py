@@ -31,9 +31,9 @@ import numpy as np  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from powercontext.models import Artifact, ArtifactRevision, ExperienceVector  # noqa: E402
+from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVector  # noqa: E402
+from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_sql  # noqa: E402
 from powercontext.search import embedding, vector_inprocess  # noqa: E402
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql  # noqa: E402
 
 SIZES = (50, 500)
 SAMPLES = 200

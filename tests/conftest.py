@@ -245,7 +245,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: N
 def _prepare_audit_buffer(settings: Any) -> Iterator[None]:
     """No background flusher in tests (a thread would write outside the test's transaction); each
     test starts and ends with an empty prepare-aggregate buffer, flushed only when it asks."""
-    from context_api import prepare_audit
+    from powercontext.prepare import audit as prepare_audit
 
     settings.POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS = 0
     prepare_audit.buffer().clear()

@@ -91,7 +91,11 @@ def violations(source: str, module: str) -> list[str]:
 
 
 def test_the_pure_module_list_names_existing_files():
-    assert {"context_api.builder", "powercontext.analyzer", "powercontext.families"} <= set(PURE_MODULES)
+    assert {
+        "powercontext.prepare.builder",
+        "powercontext.search.analyzer",
+        "powercontext.core.families",
+    } <= set(PURE_MODULES)
     assert all(path.is_file() for path in PURE_MODULES.values())
 
 
@@ -122,7 +126,7 @@ def test_pure_modules_import_nothing_impure(module):
         "import importlib",
         "import requests",
         "from powercontext import models",
-        "from powercontext.models import Artifact",
+        "from powercontext.core.models import Artifact",
         "from . import services",
         "from .models import Artifact",
         "def f():\n    import os",
@@ -131,7 +135,7 @@ def test_pure_modules_import_nothing_impure(module):
     ],
 )
 def test_the_rule_catches_impure_imports(source):
-    assert violations(source, "powercontext.analyzer")
+    assert violations(source, "powercontext.search.analyzer")
 
 
 @pytest.mark.parametrize(
@@ -143,12 +147,12 @@ def test_the_rule_catches_impure_imports(source):
         "from bisect import bisect_right",
         "from collections.abc import Sequence",
         "from dataclasses import dataclass",
-        "from context_api.builder import PreparedContextBuilder",
+        "from powercontext.prepare.builder import PreparedContextBuilder",
         "from .builder import PreparedContextBuilder",
-        "from powercontext.analyzer import analyze",
+        "from powercontext.search.analyzer import analyze",
         "from snowballstemmer import EnglishStemmer",
     ],
 )
 def test_the_rule_allows_the_standard_library_and_pure_modules(source):
-    module = "context_api.replay" if "builder" in source else "powercontext.search"
+    module = "powercontext.prepare.replay" if "builder" in source else "powercontext.search"
     assert violations(source, module) == []

@@ -13,8 +13,8 @@ from typing import Any
 
 from context_api.auth import authenticate, require_reviewer
 from context_api.validation import StrictSerializer, check_strings, validate
-from powercontext.exceptions import InvalidRequest, ScopeForbidden
-from powercontext.models import ApiToken
+from powercontext.core.exceptions import InvalidRequest, ScopeForbidden
+from powercontext.core.models import ApiToken
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from context_api import render
-from context_api.application import PrepareRequest, ScopedContextApplication
-from context_api.builder import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES
 from context_api.operations.base import Caller, Operation, operation
 from context_api.validation import (
     NON_BLANK,
@@ -22,10 +20,12 @@ from context_api.validation import (
     scope_field,
 )
 from powercontext import search
-from powercontext.exceptions import CapabilityNotSupported
-from powercontext.selectors import memory as memory_selectors
-from powercontext.services import memory as memory_services
-from powercontext.services.sources import source_capture
+from powercontext.core.exceptions import CapabilityNotSupported
+from powercontext.memory import selectors as memory_selectors
+from powercontext.memory import services as memory_services
+from powercontext.memory.sources import source_capture
+from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
+from powercontext.prepare.builder import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES
 
 MEMORY_TEXT_MAX_BYTES = 8192
 REASON_MAX_CHARS = 512

@@ -7,10 +7,10 @@ from typing import Any
 from context_api import render
 from context_api.operations.base import Caller, Operation, operation
 from context_api.validation import StrictSerializer, scope_field
-from powercontext.exceptions import CapabilityNotSupported
+from powercontext.core.exceptions import CapabilityNotSupported
+from powercontext.memory.selectors import memory_head_revision
 from powercontext.pipeline import generators, runner
-from powercontext.selectors import pipeline as pipeline_selectors
-from powercontext.selectors.memory import memory_head_revision
+from powercontext.pipeline import selectors as pipeline_selectors
 
 
 class FlushInput(StrictSerializer):

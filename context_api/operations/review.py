@@ -1,7 +1,7 @@
 """Candidate, Experience and Skill operations of the /v1 contract.
 
 Agents propose; reviewers (a token whose user holds ``review.review_candidate``) revise, approve
-and reject. The proposal schemas come from ``powercontext.families``.
+and reject. The proposal schemas come from ``powercontext.core.families``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from context_api.validation import (
     scope_field,
     validate,
 )
-from powercontext import families
-from powercontext.exceptions import ArtifactNotFound, InvalidRequest
+from powercontext.core import families
+from powercontext.core.exceptions import ArtifactNotFound, InvalidRequest
 from review import services
 from review.models import Candidate
 from review.selectors import candidate as candidate_selectors

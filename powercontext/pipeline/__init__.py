@@ -1,1 +1,2 @@
-"""The background pipeline (seed 002, ../shared/pipeline.md): sessions and task outcomes become Memory and pending candidates."""
+"""The background pipeline (seed 002, docs/architecture.md): captured sessions and task outcomes
+become Memory and pending review candidates."""

@@ -1,4 +1,4 @@
-"""Tables of the background pipeline (registered in the ``powercontext`` app via its models module).
+"""Tables of the background pipeline (app ``pipeline``; the tables kept their ``powercontext_`` names).
 
 Phase 1 keeps one job row and at most one output row per (scope, session); Phase 2 keeps one
 singleton job row per scope and one selection row per item it materialized. Counters are per
@@ -44,6 +44,7 @@ class PipelineJob(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "powercontext_pipelinejob"
         verbose_name = "pipeline phase 1 job"
         constraints = [
             models.UniqueConstraint(fields=["scope_id", "session_id"], name="pipeline_job_session_unique"),
@@ -76,6 +77,7 @@ class PipelineOutput(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "powercontext_pipelineoutput"
         verbose_name = "pipeline phase 1 output"
         constraints = [
             models.UniqueConstraint(fields=["scope_id", "session_id"], name="pipeline_output_session_unique"),
@@ -111,6 +113,7 @@ class PipelineScopeJob(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "powercontext_pipelinescopejob"
         verbose_name = "pipeline phase 2 job"
 
     def __str__(self) -> str:
@@ -139,6 +142,7 @@ class PipelineSelection(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "powercontext_pipelineselection"
         verbose_name = "pipeline selection item"
         constraints = [
             models.UniqueConstraint(
@@ -171,6 +175,7 @@ class PipelineCounter(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "powercontext_pipelinecounter"
         verbose_name = "pipeline counter"
         constraints = [
             models.UniqueConstraint(fields=["scope_id", "name"], name="pipeline_counter_unique"),

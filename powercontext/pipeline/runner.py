@@ -16,20 +16,15 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from powercontext.models import PipelineScopeJob
 from powercontext.pipeline import generators
+from powercontext.pipeline import selectors as selectors
 from powercontext.pipeline.config import PipelineConfig, pipeline_config
+from powercontext.pipeline.extract import Committed, phase1_claim, phase1_commit
 from powercontext.pipeline.generation import Generator, GeneratorResult
+from powercontext.pipeline.materialize import Materialized, phase2_claim, phase2_fail, phase2_materialize
+from powercontext.pipeline.models import PipelineScopeJob
 from powercontext.pipeline.projection import bind, project
 from powercontext.pipeline.redact import redact_text
-from powercontext.selectors import pipeline as selectors
-from powercontext.services.pipeline_extract import Committed, phase1_claim, phase1_commit
-from powercontext.services.pipeline_materialize import (
-    Materialized,
-    phase2_claim,
-    phase2_fail,
-    phase2_materialize,
-)
 
 logger = logging.getLogger("powercontext.pipeline")
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemorySearchDocument
+from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemorySearchDocument
 
 CACHE_SCOPES = 4096
 

@@ -13,8 +13,7 @@ from typing import Any
 
 from django.db import connection
 
-from powercontext import analyzer
-from powercontext.search import bm25
+from powercontext.search import analyzer, bm25
 from powercontext.search.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255

@@ -1,7 +1,7 @@
 """The two search indexes and the rows each should hold.
 
 Memory: one row per active membership of each scope's current head. Experience: one row per
-recallable Experience head (``powercontext.selectors.artifacts``), from its ``searchable_text``.
+recallable Experience head (``powercontext.core.recall``), from its ``searchable_text``.
 Each index can list, from authoritative rows only, the document rows it should hold; rebuild
 and verify compare against that.
 """
@@ -14,8 +14,7 @@ from typing import Any
 
 from django.db import models
 
-from powercontext import analyzer
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
@@ -23,7 +22,8 @@ from powercontext.models import (
     MemoryMembership,
     MemorySearchDocument,
 )
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_heads
+from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_heads
+from powercontext.search import analyzer
 
 REBUILD_BATCH = 2000
 

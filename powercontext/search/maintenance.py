@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from powercontext import analyzer
-from powercontext.models import (
+from powercontext.core.models import (
     Artifact,
     ExperienceSearchDocument,
     ExperienceVector,
     MemoryMembership,
     MemorySearchDocument,
 )
-from powercontext.search import pending
+from powercontext.core.recall import is_recallable_experience
+from powercontext.search import analyzer, pending
 from powercontext.search.engines import engine
 from powercontext.search.vectors import add_experience_vector, add_vectors, remove_vectors_of_memberships
-from powercontext.selectors.artifacts import is_recallable_experience
 
 
 def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:

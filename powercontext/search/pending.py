@@ -125,7 +125,7 @@ def _enqueue(scope_id: str) -> None:
         if len(_sent) > 10_000:
             for key in [k for k, at in _sent.items() if now - at >= window]:
                 del _sent[key]
-    from powercontext.tasks import embed_pending as task
+    from powercontext.search.tasks import embed_pending as task
 
     task.apply_async((scope_id,), countdown=window)
 

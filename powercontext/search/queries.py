@@ -14,8 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from powercontext import analyzer
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
@@ -24,10 +23,10 @@ from powercontext.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
-from powercontext.search import bm25
+from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.search import analyzer, bm25
 from powercontext.search.engines import Engine, engine, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
 
 
 def _score(raw: float) -> float:

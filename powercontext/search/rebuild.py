@@ -13,7 +13,7 @@ import numpy as np
 from django.conf import settings
 from django.db import models, transaction
 
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
@@ -21,11 +21,11 @@ from powercontext.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
+from powercontext.core.recall import is_recallable_experience, recallable_experience_heads
 from powercontext.search import bm25, embedding, vector_pgvector, vectors
 from powercontext.search.engines import Engine, engine
 from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
 from powercontext.search.vector_backend import vector_backend
-from powercontext.selectors.artifacts import is_recallable_experience, recallable_experience_heads
 
 EMBED_BATCH = 256
 

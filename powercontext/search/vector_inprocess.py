@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from django.db import connection
 
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
@@ -44,9 +44,9 @@ from powercontext.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
+from powercontext.core.recall import recallable_experience_sql
 from powercontext.search import embedding
 from powercontext.search.queries import ExperienceSearchRow, experience_row
-from powercontext.selectors.artifacts import recallable_experience_sql
 
 CACHE_SCOPES = 32
 CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from django.db import ProgrammingError, connection, transaction
 
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     SCOPE_MAX_LENGTH,
@@ -41,9 +41,9 @@ from powercontext.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
+from powercontext.core.recall import recallable_experience_sql
 from powercontext.search import embedding, vector_inprocess
 from powercontext.search.queries import ExperienceSearchRow, experience_row
-from powercontext.selectors.artifacts import recallable_experience_sql
 
 logger = logging.getLogger("powercontext.search")
 

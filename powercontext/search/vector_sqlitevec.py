@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
@@ -27,9 +27,9 @@ from powercontext.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
+from powercontext.core.recall import recallable_experience_sql
 from powercontext.search import embedding
 from powercontext.search.queries import ExperienceSearchRow, experience_row
-from powercontext.selectors.artifacts import recallable_experience_sql
 
 # Cosine distance in [0, 2]; NULL (a zero vector) counts as orthogonal, like the in-process dot.
 _DISTANCE = "COALESCE(vec_distance_cosine(x.vector, %s), 1.0)"

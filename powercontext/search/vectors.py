@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from django.db import connection
 
-from powercontext.models import (
+from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,

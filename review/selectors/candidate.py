@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from powercontext import families
-from powercontext.exceptions import ArtifactNotFound, CandidateNotFound
-from powercontext.models import Artifact, ArtifactRevision
+from powercontext.core import families
+from powercontext.core.exceptions import ArtifactNotFound, CandidateNotFound
+from powercontext.core.models import Artifact, ArtifactRevision
 from review.diff import FieldDiff, fields_diff
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 

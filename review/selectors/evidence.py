@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from powercontext.models import MEMORY_FAMILY, Artifact, ArtifactRevision, MemoryEntryVersion, Source
+from powercontext.core.models import MEMORY_FAMILY, Artifact, ArtifactRevision, MemoryEntryVersion, Source
 from review.diff import FieldDiff, fields_diff
 from review.selectors.candidate import ProposalField, VersionView, labels, proposal_fields
 

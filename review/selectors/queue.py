@@ -16,8 +16,8 @@ from django.db import connection
 from django.db.models import Case, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce
 
-from powercontext import families
-from powercontext.models import Artifact
+from powercontext.core import families
+from powercontext.core.models import Artifact
 from review import textmarks
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors.candidate import CandidateFacts, candidate_facts

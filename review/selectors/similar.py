@@ -17,8 +17,10 @@ from dataclasses import dataclass, replace
 from threading import Lock
 from typing import Any
 
-from powercontext import analyzer, families, search
-from powercontext.selectors.artifacts import recallable_experience_heads
+from powercontext import search
+from powercontext.core import families
+from powercontext.core.recall import recallable_experience_heads
+from powercontext.search import analyzer
 from review.models import Candidate, CandidateVersion
 
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of analyzer terms at or above which two Experiences are one

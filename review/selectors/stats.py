@@ -12,7 +12,7 @@ from datetime import date, timedelta
 
 from django.db.models import Count, Q
 
-from powercontext.models import MEMORY_FAMILY, Artifact, MemoryMembership, Source
+from powercontext.core.models import MEMORY_FAMILY, Artifact, MemoryMembership, Source
 from review.models import Candidate
 
 PERIOD_DAYS = {"today": 1, "7d": 7, "30d": 30}

@@ -15,12 +15,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
-from powercontext.exceptions import (
-    ArtifactConflict,
-    CandidateTerminal,
-    Conflict,
-    InvalidRequest,
-)
+from powercontext.core.exceptions import ArtifactConflict, CandidateTerminal, Conflict, InvalidRequest
 from review import services
 from review.forms import REVISE_FORMS, ApproveForm, RebaseForm, RejectForm, add_service_errors
 from review.models import Candidate

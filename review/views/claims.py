@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from powercontext.exceptions import CandidateTerminal
+from powercontext.core.exceptions import CandidateTerminal
 from review import services
 from review.forms import ClaimForm
 from review.models import Candidate

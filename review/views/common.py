@@ -15,11 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from powercontext.exceptions import (
-    ArtifactConflict,
-    CandidateConflict,
-    CandidateTerminal,
-)
+from powercontext.core.exceptions import ArtifactConflict, CandidateConflict, CandidateTerminal
 from review.filters import CandidateQueueFilter
 from review.models import Candidate
 

@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from context_api.auth import authenticate
-from powercontext.exceptions import Unauthorized
-from powercontext.models import (
+from powercontext.core.exceptions import Unauthorized
+from powercontext.core.models import (
     ApiToken,
     Artifact,
     ArtifactRevision,
@@ -28,9 +28,9 @@ from powercontext.models import (
     ScopeState,
     Source,
 )
-from powercontext.services import memory as memory_services
-from powercontext.services.sources import source_capture
-from powercontext.services.tokens import api_token_revoke, token_digest
+from powercontext.core.tokens import api_token_revoke, token_digest
+from powercontext.memory import services as memory_services
+from powercontext.memory.sources import source_capture
 from review import services as review_services
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import citation_of, make_memory

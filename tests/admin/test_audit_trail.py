@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from powercontext.models import ArtifactRevision, Source
+from powercontext.core.models import ArtifactRevision, Source
 from review import services as review_services
 from review.models import ReviewDecision
 from tests.admin.test_admin import ESCAPED, PAYLOAD, RAW, results, url

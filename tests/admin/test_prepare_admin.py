@@ -16,13 +16,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from context_api import prepare_audit
-from powercontext.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate, ScopeState
-from powercontext.selectors import context as context_selectors
-from powercontext.selectors import prepare_explain
-from powercontext.selectors.context import ContextCandidates
-from powercontext.services.prepare_stats import AggregateDelta, prepare_aggregates_add
-from powercontext.services.sources import source_capture
+from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate, ScopeState
+from powercontext.memory.sources import source_capture
+from powercontext.prepare import audit as prepare_audit
+from powercontext.prepare import explain_selectors as prepare_explain
+from powercontext.prepare import selection as context_selectors
+from powercontext.prepare.selection import ContextCandidates
+from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
 from tests.conftest import Api
 from tests.review.factories import experience_proposal, make_approved
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.services.memory import memory_remember
+from powercontext.memory.services import memory_remember
 from tests.review.test_inbox_browser import HOSTILE, _shot, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from powercontext.models import (
+from powercontext.core.models import (
     Artifact,
     ArtifactRevision,
     MemoryEntry,

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.db import OperationalError
 from django.utils import timezone
 
-from powercontext.models import ApiToken
-from powercontext.selectors import memory as memory_selectors
-from powercontext.services.tokens import token_digest
+from powercontext.core.models import ApiToken
+from powercontext.core.tokens import token_digest
+from powercontext.memory import selectors as memory_selectors
 from tests.api.helpers import (
     assert_error,
     assert_invalid,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.models import Source
+from powercontext.core.models import Source
 from tests.api.helpers import assert_error, assert_invalid, capture, list_entries, ok, row_counts
 
 SCOPE = "sources"

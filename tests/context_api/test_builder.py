@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from context_api.builder import (
+from powercontext.prepare.builder import (
     BEGIN_MARKER,
     CONTENT_PREFIX,
     CONTENT_SUFFIX,

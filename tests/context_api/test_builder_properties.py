@@ -11,7 +11,7 @@ import json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from context_api.builder import (
+from powercontext.prepare.builder import (
     MAX_MAX_BYTES,
     MIN_MAX_BYTES,
     SCHEMA,

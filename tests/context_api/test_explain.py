@@ -1,4 +1,4 @@
-"""context_api.explain and manage.py explain_prepare: the builder's per-candidate decisions."""
+"""powercontext.prepare.explain and manage.py explain_prepare: the builder's per-candidate decisions."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from hypothesis import given
 
-from context_api.builder import (
+from powercontext.prepare import explain_selectors as prepare_explain
+from powercontext.prepare.builder import (
     BEGIN_MARKER,
     END_MARKER,
     MEMORY_CANDIDATE_WINDOW,
@@ -22,9 +23,8 @@ from context_api.builder import (
     MemoryHit,
     PreparedContext,
 )
-from context_api.explain import SKIP_REASONS, explain, summarize
-from powercontext.selectors import prepare_explain
-from powercontext.selectors.context import ContextCandidates
+from powercontext.prepare.explain import SKIP_REASONS, explain, summarize
+from powercontext.prepare.selection import ContextCandidates
 from tests.conftest import Api
 from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
 

@@ -14,13 +14,13 @@ from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
-from context_api import prepare_audit
-from context_api.explain import Summary
-from powercontext.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
-from powercontext.selectors import context as context_selectors
-from powercontext.selectors.context import ContextCandidates
-from powercontext.services.prepare_stats import AggregateDelta, prepare_aggregates_add
-from powercontext.tasks import prune_prepare_aggregates
+from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
+from powercontext.prepare import audit as prepare_audit
+from powercontext.prepare import selection as context_selectors
+from powercontext.prepare.explain import Summary
+from powercontext.prepare.selection import ContextCandidates
+from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
+from powercontext.prepare.tasks import prune_prepare_aggregates
 from tests.conftest import Api
 from tests.powercontext.test_concurrency import run_together
 
@@ -286,7 +286,7 @@ def test_old_buckets_are_pruned_by_the_command_and_the_task(db: None, settings: 
 
 
 def test_the_operation_table_prepare_records_and_other_callers_do_not(api: Api, ops: dict[str, Any]) -> None:
-    from context_api.application import PrepareRequest, ScopedContextApplication
+    from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 
     ScopedContextApplication().prepare(PrepareRequest(scope_id="ops", query=QUERY, max_bytes=1200))
     assert prepare_audit.buffer().pending() == 0

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
-from context_api import application
-from context_api.builder import BEGIN_MARKER, END_MARKER, SCHEMA, MemoryHit
 from powercontext import search
-from powercontext.selectors.context import ContextCandidates, memory_ref
+from powercontext.prepare import application
+from powercontext.prepare.builder import BEGIN_MARKER, END_MARKER, SCHEMA, MemoryHit
+from powercontext.prepare.selection import ContextCandidates, memory_ref
 from tests.conftest import Api
 
 HOOK = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
@@ -201,7 +201,7 @@ def test_a_head_committed_during_a_request_does_not_change_its_response(
 
 
 def test_prepare_writes_nothing(api: Api) -> None:
-    from powercontext.models import Artifact, ArtifactRevision, MemoryEntryVersion, Source
+    from powercontext.core.models import Artifact, ArtifactRevision, MemoryEntryVersion, Source
 
     api.remember("repo", "read only please")
     counts = [m.objects.count() for m in (Artifact, ArtifactRevision, MemoryEntryVersion, Source)]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from context_api.builder import BuilderInvariantError, PreparedContextBuilder
-from context_api.replay import ReplayCaseError, parse_case, replay_lines, run_case
+from powercontext.prepare.builder import BuilderInvariantError, PreparedContextBuilder
+from powercontext.prepare.replay import ReplayCaseError, parse_case, replay_lines, run_case
 
 HEAD = {"family": "memory", "artifact_id": "memory", "revision": 18}
 RFC_TEXT = "Run the backend contract tests after changing persistence behavior."

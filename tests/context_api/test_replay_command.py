@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from context_api.builder import SCHEMA
+from powercontext.prepare.builder import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = {"family": "memory", "artifact_id": "memory", "revision": 3}

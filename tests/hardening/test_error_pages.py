@@ -12,7 +12,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.test import Client
 from django.urls import URLPattern, get_resolver
 
-from powercontext.models import MemoryEntry
+from powercontext.core.models import MemoryEntry
 from tests.api.helpers import assert_error, assert_request_id
 
 SECRET_DETAIL = "secret internal detail /etc/passwd"

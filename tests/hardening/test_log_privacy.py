@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.log_privacy import RequestRecordFilter
+from powercontext.core.log_privacy import RequestRecordFilter
 from tests.hardening.processes import child_env, run_python
 
 BAD_HOST = "attacker-host.example"

@@ -9,8 +9,8 @@ import time_machine
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from powercontext.models import ApiToken
-from powercontext.services.tokens import api_token_mark_used
+from powercontext.core.models import ApiToken
+from powercontext.core.tokens import api_token_mark_used
 from tests.review.factories import create_token
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

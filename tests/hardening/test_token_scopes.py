@@ -13,8 +13,8 @@ from django.test import Client
 
 from context_api.operations import OPERATIONS as BODY_OPERATIONS
 from context_api.operations.stats import get_stats
-from powercontext.models import ApiToken
-from powercontext.services.tokens import api_token_create, token_digest
+from powercontext.core.models import ApiToken
+from powercontext.core.tokens import api_token_create, token_digest
 from review.models import Candidate
 from tests.api.helpers import assert_error, row_counts
 from tests.review.factories import experience_proposal, make_candidate, make_source, skill_proposal

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from context_api.mcp import schema
-from powercontext.models import ApiToken
-from powercontext.services.tokens import new_token, token_digest
+from powercontext.core.models import ApiToken
+from powercontext.core.tokens import new_token, token_digest
 
 INIT = {
     "jsonrpc": "2.0",

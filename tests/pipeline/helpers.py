@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from powercontext.memory.sources import source_capture
 from powercontext.pipeline import runner
 from powercontext.pipeline.generation import (
     ExperienceItem,
@@ -13,7 +14,6 @@ from powercontext.pipeline.generation import (
     MemoryItem,
     Projection,
 )
-from powercontext.services.sources import source_capture
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 

@@ -10,7 +10,7 @@ from django.db.models import Model
 from django.test import RequestFactory
 from django.urls import reverse
 
-from powercontext.models import (
+from powercontext.pipeline.models import (
     PipelineCounter,
     PipelineJob,
     PipelineOutput,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from celery import Celery
 
-from powercontext.selectors.memory import memory_list_entries
+from powercontext.memory.selectors import memory_list_entries
 from tests.pipeline.helpers import capture
 from tests.powercontext.test_celery_integration import ROOT, _database_url
 

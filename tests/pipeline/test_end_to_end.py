@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from powercontext.models import ArtifactRevision, MemoryEntryVersion, PipelineOutput
+from powercontext.core.models import ArtifactRevision, MemoryEntryVersion
+from powercontext.pipeline.models import PipelineOutput
 from review.models import Candidate, CandidateVersion
 from tests.pipeline.helpers import AWS_KEY
 

@@ -7,13 +7,13 @@ import socket
 
 import pytest
 
+from powercontext.core.redaction_detectors import redact
 from powercontext.pipeline.generation import ExperienceItem, MemoryItem, Projection, SessionSource
 from powercontext.pipeline.generators.openai import (
     INSTRUCTIONS_VERSION,
     OUTPUT_SCHEMA,
     OpenAIGenerator,
 )
-from powercontext.redaction_detectors import redact
 from tests.context_api.fake_http import FakeServer
 from tests.pipeline.secret_corpus import CORPUS
 

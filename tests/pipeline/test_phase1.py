@@ -11,13 +11,13 @@ import time_machine
 from django.db import connection, connections
 from django.utils import timezone
 
-from powercontext.models import PipelineJob, PipelineOutput
+from powercontext.pipeline import extract as pipeline_extract
 from powercontext.pipeline import runner
 from powercontext.pipeline.config import pipeline_config
+from powercontext.pipeline.extract import phase1_claim, phase1_commit
 from powercontext.pipeline.generation import GeneratorResult
-from powercontext.selectors.pipeline import eligible_sessions
-from powercontext.services import pipeline_extract
-from powercontext.services.pipeline_extract import phase1_claim, phase1_commit
+from powercontext.pipeline.models import PipelineJob, PipelineOutput
+from powercontext.pipeline.selectors import eligible_sessions
 from tests.pipeline.helpers import FAILED, NO_OUTPUT, StubGenerator, capture, memory, output
 
 SCOPE = "p1"

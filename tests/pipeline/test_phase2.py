@@ -9,13 +9,14 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from context_api.application import PrepareRequest, ScopedContextApplication
-from powercontext.models import ArtifactRevision, PipelineCounter, PipelineOutput, PipelineSelection
+from powercontext.core.models import ArtifactRevision
+from powercontext.memory.selectors import memory_head_revision, memory_list_entries
 from powercontext.pipeline import runner
 from powercontext.pipeline.config import pipeline_config
-from powercontext.selectors.memory import memory_head_revision, memory_list_entries
-from powercontext.selectors.pipeline import pipeline_counters
-from powercontext.services.pipeline_materialize import phase2_claim, phase2_materialize
+from powercontext.pipeline.materialize import phase2_claim, phase2_materialize
+from powercontext.pipeline.models import PipelineCounter, PipelineOutput, PipelineSelection
+from powercontext.pipeline.selectors import pipeline_counters
+from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from review.models import Candidate
 from tests.pipeline.helpers import NO_OUTPUT, StubGenerator, capture, experience, memory, output, run_pass
 from tests.review.factories import experience_proposal, make_approved

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from powercontext import redaction
-from powercontext.redaction import Hit, PatternDetector, Redacted
-from powercontext.redaction_detectors import DETECTORS, redact
+from powercontext.core import redaction
+from powercontext.core.redaction import Hit, PatternDetector, Redacted
+from powercontext.core.redaction_detectors import DETECTORS, redact
 from tests.pipeline.secret_corpus import _PEM_LINES, BENIGN, CORPUS
 
 MARKER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from powercontext.models import ArtifactRevision, MemoryEntryVersion, PipelineOutput
+from powercontext.core.models import ArtifactRevision, MemoryEntryVersion
 from powercontext.pipeline.generation import ExperienceItem, GeneratorResult, MemoryItem, Projection
+from powercontext.pipeline.models import PipelineOutput
 from powercontext.pipeline.rules import RulesGenerator
 from review.models import CandidateVersion
 from tests.pipeline.helpers import capture, run_pass

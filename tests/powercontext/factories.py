@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import count
 from typing import Any
 
-from powercontext.services import memory as memory_services
+from powercontext.memory import services as memory_services
 
 _counter = count(1)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from powercontext import analyzer
+from powercontext.search import analyzer
 
 
 @pytest.mark.parametrize(

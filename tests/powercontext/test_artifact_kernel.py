@@ -11,9 +11,9 @@ from django.apps import apps
 from django.db import transaction
 from django.db.models import F
 
-from powercontext.exceptions import ArtifactConflict, InvariantFailure, RevisionConflict
-from powercontext.models import Artifact, ArtifactRevision
-from powercontext.services import artifacts
+from powercontext.core.exceptions import ArtifactConflict, InvariantFailure, RevisionConflict
+from powercontext.core.models import Artifact, ArtifactRevision
+from powercontext.memory import artifacts
 from review import services
 from tests.powercontext.factories import citation_of, make_memory
 from tests.review.factories import experience_proposal, make_approved, make_candidate, make_reviewer
@@ -57,7 +57,7 @@ def test_memory_writes_and_approvals_use_the_kernel(monkeypatch: pytest.MonkeyPa
         calls.append(kwargs["head"].family)
         return original(**kwargs)
 
-    monkeypatch.setattr("powercontext.services.memory.artifact_revision_create", spy)
+    monkeypatch.setattr("powercontext.memory.services.artifact_revision_create", spy)
     monkeypatch.setattr("review.services.artifact_revision_create", spy)
     first = make_memory("repo", "the cache lives in redis")
     make_approved("repo")
@@ -78,7 +78,7 @@ def test_a_head_moved_before_a_memory_write_is_a_revision_conflict_and_nothing_i
 def test_a_head_moved_before_a_revise_is_a_conflict_and_the_head_is_unchanged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from powercontext.services import memory as memory_services
+    from powercontext.memory import services as memory_services
 
     first = make_memory("repo", "deploys happen on tuesdays")
     before, heads_before = row_counts(), heads()

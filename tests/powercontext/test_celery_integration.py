@@ -12,7 +12,7 @@ from celery import Celery
 from django.db import connection
 
 from powercontext import search
-from powercontext.models import MemorySearchDocument
+from powercontext.core.models import MemorySearchDocument
 from tests.powercontext.factories import make_memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_a_real_worker_rebuilds_and_verifies_the_index_through_redis(worker: Cel
 def test_a_real_worker_embeds_what_async_writes_left_without_vectors(
     worker: Celery, embeddings: object, settings: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from powercontext.models import MemoryEntryVector
+    from powercontext.core.models import MemoryEntryVector
     from powercontext.search import pending
 
     settings.POWERCONTEXT_EMBED_WRITES = "async"  # type: ignore[attr-defined]

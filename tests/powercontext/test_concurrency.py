@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.db import connection, connections
 
-from powercontext.exceptions import RevisionConflict
-from powercontext.models import ArtifactRevision, MemoryMembership
-from powercontext.selectors.memory import memory_head_revision, memory_list_entries
-from powercontext.services import memory as memory_services
+from powercontext.core.exceptions import RevisionConflict
+from powercontext.core.models import ArtifactRevision, MemoryMembership
+from powercontext.memory import services as memory_services
+from powercontext.memory.selectors import memory_head_revision, memory_list_entries
 from tests.powercontext.factories import citation_of, make_memory
 
 

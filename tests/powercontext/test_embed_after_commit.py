@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from powercontext import search, tasks
-from powercontext.models import MemoryEntryVector
-from powercontext.search import embedding, pending
-from powercontext.services import memory as memory_services
+from powercontext import search
+from powercontext.core.models import MemoryEntryVector
+from powercontext.memory import services as memory_services
+from powercontext.search import embedding, pending, tasks
 from tests.powercontext.factories import citation_of, make_memory
 from tests.powercontext.test_concurrency import run_together
 

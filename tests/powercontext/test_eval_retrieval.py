@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from powercontext.management import retrieval_eval
-from powercontext.models import MemoryEntryVersion
+from powercontext.core.models import MemoryEntryVersion
+from powercontext.evaluation import retrieval_eval
 
 
 def turn(dia_id: str, speaker: str, text: str, **extra: Any) -> dict[str, Any]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from powercontext import analyzer, search
-from powercontext.models import Artifact, ExperienceSearchDocument
+from powercontext import search
+from powercontext.core.models import Artifact, ExperienceSearchDocument
+from powercontext.search import analyzer
 from tests.powercontext.test_search_context import approve_experience
 
 

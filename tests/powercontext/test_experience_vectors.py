@@ -15,10 +15,10 @@ from django.db.models import Count, Max
 from django.test.utils import CaptureQueriesContext
 
 from powercontext import search
-from powercontext.models import Artifact, ArtifactRevision, ExperienceVector
+from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVector
+from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.prepare.selection import context_candidates
 from powercontext.search import embedding, pending, rebuild, vector_inprocess
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
-from powercontext.selectors.context import context_candidates
 from review import services as review
 from tests.review.factories import make_approved, make_candidate, make_reviewer, result_ref
 

@@ -17,9 +17,9 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from powercontext import search
-from powercontext.models import ExperienceVector, MemoryEntryVector
+from powercontext.core.models import ExperienceVector, MemoryEntryVector
+from powercontext.memory import services as memory_services
 from powercontext.search import embedding, pending, vector_backend, vector_inprocess, vector_pgvector
-from powercontext.services import memory as memory_services
 from tests.powercontext.factories import citation_of, make_memory
 from tests.powercontext.ranking_check import assert_same_memory_ranking as same_ranking
 from tests.powercontext.test_experience_vectors import FILLER as EXPERIENCE_FILLER

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from powercontext import search
-from powercontext.services.sources import source_capture
+from powercontext.memory.sources import source_capture
 from review import services as review
 from tests.powercontext.factories import make_memory
 

@@ -9,10 +9,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from powercontext import search, tasks
-from powercontext.models import MemorySearchDocument
-from powercontext.selectors.memory import memory_search
-from powercontext.services import memory as memory_services
+from powercontext import search
+from powercontext.core.models import MemorySearchDocument
+from powercontext.memory import services as memory_services
+from powercontext.memory.selectors import memory_search
+from powercontext.search import tasks
 from tests.powercontext.factories import citation_of, make_memory
 
 QUERIES = ["deploy database", "迁移", "🚀", "cafe\u0301", "tests", "note 7", "rollback plan"]

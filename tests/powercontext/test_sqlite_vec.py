@@ -23,9 +23,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from powercontext import search
-from powercontext.models import MemoryEntryVector, MemoryMembership
+from powercontext.core.models import MemoryEntryVector, MemoryMembership
+from powercontext.memory import services as memory_services
 from powercontext.search import embedding, vector_backend, vector_inprocess, vector_sqlitevec, vectors
-from powercontext.services import memory as memory_services
 from tests.powercontext.factories import citation_of, make_memory
 from tests.powercontext.ranking_check import assert_same_memory_ranking as same_ranking
 from tests.powercontext.test_experience_vectors import FILLER as EXPERIENCE_FILLER
@@ -294,7 +294,7 @@ _FALLBACK = textwrap.dedent(
     from powercontext import search
     from powercontext.db.sqlite3 import base
     from powercontext.search import vector_backend
-    from powercontext.services import memory
+    from powercontext.memory import services as memory
     for text in ("Ann painted a sunrise over the lake", "lunch is served at noon"):
         memory.memory_remember(scope_id="fb", kind="note", text=text)
     found = search.vector_search_memory("fb", "artwork of the morning sky", 1)

@@ -11,7 +11,10 @@ import pytest
 from django.db import connection
 
 from powercontext import search
-from powercontext.models import MemoryEntryVector
+from powercontext.core.models import MemoryEntryVector
+from powercontext.memory import services as memory_services
+from powercontext.memory.selectors import memory_search
+from powercontext.prepare.selection import context_candidates
 from powercontext.search import (
     embedding,
     vector_backend,
@@ -20,9 +23,6 @@ from powercontext.search import (
     vector_sqlitevec,
     vectors,
 )
-from powercontext.selectors.context import context_candidates
-from powercontext.selectors.memory import memory_search
-from powercontext.services import memory as memory_services
 from tests.conftest import EXPECT_PGVECTOR
 from tests.powercontext.factories import citation_of, make_memory
 

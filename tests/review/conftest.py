@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from powercontext.services.sources import source_capture
+from powercontext.memory.sources import source_capture
 from review import services
 from review.models import Candidate, CannedReason
 

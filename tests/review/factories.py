@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 
-from powercontext.services.sources import CONTENT_SOURCE_TYPE, source_capture
+from powercontext.memory.sources import CONTENT_SOURCE_TYPE, source_capture
 from review import services
 from review.models import Candidate
 

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from powercontext.exceptions import CandidateNotFound, CandidateTerminal
+from powercontext.core.exceptions import CandidateNotFound, CandidateTerminal
 from review import services
 from review.models import Candidate, CandidateClaim
 from tests.review.conftest import approve, make_candidate, make_user, revise

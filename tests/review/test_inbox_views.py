@@ -16,8 +16,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from powercontext import families
-from powercontext.models import ArtifactRevision
+from powercontext.core import families
+from powercontext.core.models import ArtifactRevision
 from review import diff
 from review import services as review_services
 from review.models import Candidate, CandidateVersion, ReviewDecision

@@ -10,11 +10,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.forms.models import model_to_dict
 
-from context_api.builder import CONTENT_PREFIX, CONTENT_SUFFIX
-from powercontext import analyzer
-from powercontext.models import ApiToken, Artifact, ArtifactRevision, ExperienceSearchDocument
-from powercontext.selectors.experience import experience_search
-from powercontext.services.tokens import api_token_revoke, token_digest
+from powercontext.core.models import ApiToken, Artifact, ArtifactRevision, ExperienceSearchDocument
+from powercontext.core.tokens import api_token_revoke, token_digest
+from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
+from powercontext.prepare.experience import experience_search
+from powercontext.search import analyzer
 from review import services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import make_memory

@@ -8,16 +8,17 @@ from typing import Any
 import pytest
 from django.forms.models import model_to_dict
 
-from powercontext import analyzer, search
-from powercontext.exceptions import (
+from powercontext import search
+from powercontext.core.exceptions import (
     ArtifactConflict,
     CandidateConflict,
     CandidateNotFound,
     CandidateTerminal,
     InvalidRequest,
 )
-from powercontext.models import Artifact, ArtifactRevision, ExperienceSearchDocument
-from powercontext.selectors.experience import experience_search
+from powercontext.core.models import Artifact, ArtifactRevision, ExperienceSearchDocument
+from powercontext.prepare.experience import experience_search
+from powercontext.search import analyzer
 from review import services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import make_memory

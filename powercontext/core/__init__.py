@@ -1,0 +1,1 @@
+"""The core domain: scopes, sources, artifacts (revisions and heads), Memory tables, tokens and the shared error types. App label ``powercontext`` (the tables and the migration history kept their names)."""

@@ -1,0 +1,104 @@
+"""Source capture: idempotent by (scope, source type, source id), never overwritten."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from powercontext.core.exceptions import SourceConflict
+from powercontext.core.models import ScopeState, Source
+
+CONTENT_SOURCE_TYPE = "content"
+
+
+@dataclass(frozen=True)
+class CapturedSource:
+    source_type: str
+    source_id: str
+    position: int
+    created: bool
+
+
+def _digest(content: str, metadata: dict[str, Any] | None) -> str:
+    """Identity of a capture: its content and its metadata (canonical JSON)."""
+    canonical = json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{content}\0{canonical}".encode()).hexdigest()
+
+
+def _next_position(scope_id: str) -> int:
+    """Allocate the scope's next Source position; the row update serializes concurrent captures."""
+    updated = ScopeState.objects.filter(scope_id=scope_id).update(
+        last_source_position=F("last_source_position") + 1
+    )
+    if not updated:
+        ScopeState.objects.bulk_create([ScopeState(scope_id=scope_id)], ignore_conflicts=True)
+        ScopeState.objects.filter(scope_id=scope_id).update(
+            last_source_position=F("last_source_position") + 1
+        )
+    return ScopeState.objects.values_list("last_source_position", flat=True).get(scope_id=scope_id)
+
+
+def source_capture(
+    *,
+    scope_id: str,
+    source_id: str,
+    content: str,
+    metadata: dict[str, Any] | None,
+    source_type: str = CONTENT_SOURCE_TYPE,
+) -> CapturedSource:
+    """Capture one Source.
+
+    The same ``(scope, source_type, source_id)`` with the same content and metadata returns the existing
+    Source and its position (idempotent retry); with anything different it raises
+    ``SourceConflict`` and changes nothing.
+    """
+    digest = _digest(content, metadata)
+    existing = _existing(scope_id, source_type, source_id)
+    if existing is not None:
+        return _same_or_conflict(existing, digest)
+    try:
+        with transaction.atomic(durable=True):
+            existing = _existing(scope_id, source_type, source_id)
+            if existing is not None:
+                return _same_or_conflict(existing, digest)
+            position = _next_position(scope_id)
+            Source.objects.create(
+                scope_id=scope_id,
+                source_type=source_type,
+                source_id=source_id,
+                content=content,
+                content_sha256=digest,
+                metadata=metadata,
+                position=position,
+            )
+    except IntegrityError:
+        # A concurrent capture of the same id committed first (PostgreSQL): answer as a retry.
+        existing = _existing(scope_id, source_type, source_id)
+        if existing is None:
+            raise
+        return _same_or_conflict(existing, digest)
+    return CapturedSource(source_type=source_type, source_id=source_id, position=position, created=True)
+
+
+def _existing(scope_id: str, source_type: str, source_id: str) -> Source | None:
+    return (
+        Source.objects.filter(scope_id=scope_id, source_type=source_type, source_id=source_id)
+        .only("source_type", "source_id", "position", "content_sha256")
+        .first()
+    )
+
+
+def _same_or_conflict(existing: Source, digest: str) -> CapturedSource:
+    if existing.content_sha256 != digest:
+        raise SourceConflict()
+    return CapturedSource(
+        source_type=existing.source_type,
+        source_id=existing.source_id,
+        position=existing.position,
+        created=False,
+    )

@@ -1,0 +1,59 @@
+"""The prepare path's one read: Memory and approved-Experience candidates in one statement,
+returned as the pure builder's own input dataclasses (one shape change, not three)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from powercontext import search
+from powercontext.core.families import MEMORY_ARTIFACT_ID, Family
+from powercontext.prepare.builder import ArtifactRef, ExperienceHit, MemoryHit
+from powercontext.prepare.experience import experience_hit
+
+
+@dataclass(frozen=True)
+class ContextCandidates:
+    """What the builder needs: the head the Memory hits cite (None: no Memory hit) and the
+    ranked hits of both sources."""
+
+    memory_ref: ArtifactRef | None
+    memory_hits: list[MemoryHit]
+    experience_hits: list[ExperienceHit]
+
+
+def memory_ref(revision: int) -> ArtifactRef:
+    return ArtifactRef(family=Family.MEMORY, artifact_id=MEMORY_ARTIFACT_ID, revision=revision)
+
+
+def memory_hit(row: search.MemorySearchRow) -> MemoryHit:
+    return MemoryHit(
+        memory_ref=memory_ref(row.head_revision),
+        entry_id=row.entry_id,
+        entry_version_id=row.entry_version_id,
+        text=row.text,
+        score=row.score,
+        matched_by=row.matched_by,
+    )
+
+
+def context_candidates(
+    *, scope_id: str, query: str, memory_limit: int, experience_limit: int
+) -> ContextCandidates:
+    """Ranked Memory hits of the scope's current head (all citing one head revision) and ranked
+    approved, current Experience heads.
+
+    Both windows are ranked by the best available search mode (``search.best_mode()``: hybrid
+    fusion of full text and vectors when the model is available, else full text alone, both
+    windows' full text read by one statement); the builder sees the same dataclasses either
+    way, so selection before the builder is all that changes.
+    """
+    hybrid = search.best_mode() == "hybrid"
+    find = search.hybrid_search_context if hybrid else search.search_context
+    memory_rows, experience_rows = find(
+        scope_id, query, memory_limit=memory_limit, experience_limit=experience_limit
+    )
+    return ContextCandidates(
+        memory_ref=memory_ref(memory_rows[0].head_revision) if memory_rows else None,
+        memory_hits=[memory_hit(row) for row in memory_rows],
+        experience_hits=[experience_hit(row) for row in experience_rows],
+    )

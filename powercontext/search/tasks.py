@@ -1,0 +1,49 @@
+"""Celery tasks of search (derived indexes): thin, idempotent wrappers around its services.
+
+They take plain values, re-read authoritative rows, and return counts only (never scope ids,
+entry ids or text), so a worker log cannot leak content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from powercontext import search
+from powercontext.celery import TASK_OPTIONS
+from powercontext.search import embedding, pending
+
+
+@shared_task(name="powercontext.rebuild_search_index", **TASK_OPTIONS)
+def rebuild_search_index(scope_id: str | None = None) -> dict[str, Any]:
+    """Rebuild the derived index of one scope (or all) from authoritative rows. Idempotent."""
+    written = search.rebuild_index(scope_id=scope_id)
+    return {"rebuilt_rows": written}
+
+
+@shared_task(name="powercontext.verify_search_index", **TASK_OPTIONS)
+def verify_search_index(scope_id: str | None = None, repair: bool = False) -> dict[str, Any]:
+    """Report drift between the index and authoritative rows; rebuild drifted scopes on request."""
+    return search.verify_index(scope_id=scope_id, repair=repair).as_dict()
+
+
+@shared_task(name="powercontext.embed_pending", **TASK_OPTIONS)
+def embed_pending(scope_id: str) -> dict[str, Any]:
+    """Embed a bounded part of the scope's missing vectors (``search.pending``); enqueue itself
+    again while a gap remains. Idempotent: the gap is re-read from the database each run."""
+    run = pending.embed_pending(scope_id, max_batches=pending.TASK_BATCHES)
+    if run.remaining:
+        embed_pending.delay(scope_id)
+    return {"embedded": run.written, "remaining": run.remaining}
+
+
+@shared_task(name="powercontext.embed_pending_sweep", **TASK_OPTIONS)
+def embed_pending_sweep() -> dict[str, Any]:
+    """Beat: enqueue ``embed_pending`` for every scope with active entries lacking a vector."""
+    if embedding.embedder() is None:
+        return {"scopes": 0}
+    scopes = search.scopes_missing_vectors()
+    for scope_id in scopes:
+        embed_pending.delay(scope_id)
+    return {"scopes": len(scopes)}

@@ -1,1 +1,0 @@
-"""Reads used by views and the application layer."""

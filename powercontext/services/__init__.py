@@ -1,1 +1,0 @@
-"""Write services of the core domain. Every public function here is one transaction."""
