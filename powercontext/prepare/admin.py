@@ -3,7 +3,7 @@
 The explain page is a thin renderer of ``powercontext.prepare.explain_selectors`` (the function
 ``manage.py explain_prepare`` prints): it reads, never writes, and never logs the query. It is
 a POST form, so the query stays out of URLs and access logs. It needs the permission
-``powercontext.explain_prepare``; "show text" also needs ``view_memoryentryversion`` (the
+``prepare.explain_prepare``; "show text" also needs ``view_memoryentryversion`` (the
 permission that shows Memory text in the admin already).
 
 Imported from ``powercontext.core.admin`` so it registers with the rest of the core domain.
@@ -27,7 +27,6 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from powercontext.core.admin import ReadOnlyAdmin
-from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PREPARE_LATENCY_BOUNDS_MS, PrepareAggregate
 from powercontext.prepare.builder import (
     DEFAULT_MAX_BYTES,
     MAX_MAX_BYTES,
@@ -35,8 +34,13 @@ from powercontext.prepare.builder import (
     BuilderInvariantError,
 )
 from powercontext.prepare.explain_selectors import PREVIEW_CHARS, prepare_explain
+from powercontext.prepare.models import (
+    PREPARE_AGGREGATE_COUNTERS,
+    PREPARE_LATENCY_BOUNDS_MS,
+    PrepareAggregate,
+)
 
-EXPLAIN_PERMISSION = "powercontext.explain_prepare"
+EXPLAIN_PERMISSION = "prepare.explain_prepare"
 TEXT_PERMISSION = "powercontext.view_memoryentryversion"
 SEARCH_MODES = ("fts", "hybrid", "vector")
 
@@ -227,4 +231,4 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
             "report": report,
             "rows": report.rows() if report is not None else [],
         }
-        return TemplateResponse(request, "admin/powercontext/prepare_explain.html", context)
+        return TemplateResponse(request, "admin/prepare/prepare_explain.html", context)

@@ -28,8 +28,8 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PREPARE_LATENCY_BOUNDS_MS
 from powercontext.prepare.explain import Summary
+from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PREPARE_LATENCY_BOUNDS_MS
 from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
 
 logger = logging.getLogger("powercontext.prepare")

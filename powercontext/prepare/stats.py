@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
+from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate, ScopeState
+from powercontext.core.models import ScopeState
+from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.memory.sources import source_capture
 from powercontext.prepare import audit as prepare_audit
 from powercontext.prepare import explain_selectors as prepare_explain
@@ -26,7 +27,7 @@ from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
 from tests.conftest import Api
 from tests.review.factories import experience_proposal, make_approved
 
-EXPLAIN = "/admin/powercontext/prepareaggregate/explain/"
+EXPLAIN = "/admin/prepare/prepareaggregate/explain/"
 PAYLOAD = '<script>alert("pc")</script>'
 SHORT = f"deploy on tuesdays only {PAYLOAD}"
 LONG = "deploy " + " ".join(["checklist"] * 150)
@@ -115,7 +116,7 @@ def test_the_admin_index_and_a_scope_page_link_to_it(
     outsider = client_for(staff(django_user_model, "outsider")).get("/admin/").content.decode()
 
     assert f'href="{EXPLAIN}"' in index
-    assert 'href="/admin/powercontext/prepareaggregate/"' in index
+    assert 'href="/admin/prepare/prepareaggregate/"' in index
     assert f'href="{EXPLAIN}?scope=ops"' in scope_page
     assert 'name="scope" value="ops"' in prefilled
     assert EXPLAIN not in outsider
@@ -240,7 +241,7 @@ def test_the_aggregate_list_shows_means_and_filters_by_scope_hour_and_mode(admin
     )
     add("ops", hour - timedelta(days=3), prepares=1, max_bytes=8000, latency_us=1000, latency_le_1ms=1)
     add("web", hour, mode="hybrid", prepares=2, max_bytes=16000, latency_us=4000, latency_le_5ms=2)
-    url = reverse("admin:powercontext_prepareaggregate_changelist")
+    url = reverse("admin:prepare_prepareaggregate_changelist")
 
     with time_machine.travel(now, tick=False):
         listing = admin_client.get(url).content.decode()
@@ -261,11 +262,11 @@ def test_the_aggregates_are_view_only(admin_client: Client) -> None:
     add("ops", datetime(2026, 3, 2, 12, tzinfo=UTC), prepares=1)
     row = PrepareAggregate.objects.get()
 
-    view = admin_client.get(reverse("admin:powercontext_prepareaggregate_change", args=[row.pk]))
+    view = admin_client.get(reverse("admin:prepare_prepareaggregate_change", args=[row.pk]))
     assert view.status_code == 200 and f'href="{EXPLAIN}?scope=ops"' in view.content.decode()
-    assert admin_client.get(reverse("admin:powercontext_prepareaggregate_add")).status_code == 403
+    assert admin_client.get(reverse("admin:prepare_prepareaggregate_add")).status_code == 403
     assert (
-        admin_client.post(reverse("admin:powercontext_prepareaggregate_delete", args=[row.pk])).status_code
+        admin_client.post(reverse("admin:prepare_prepareaggregate_delete", args=[row.pk])).status_code
         == 403
     )
     assert PrepareAggregate.objects.get().prepares == 1

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
-from powercontext.core.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
+from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.prepare import audit as prepare_audit
 from powercontext.prepare import selection as context_selectors
 from powercontext.prepare.explain import Summary

@@ -6,25 +6,9 @@ are relabelled rather than recreated."""
 
 from django.db import migrations, models
 
+from powercontext.core.migrations._moves import relabel_content_types
+
 MOVED = ("pipelinejob", "pipelineoutput", "pipelinescopejob", "pipelineselection", "pipelinecounter")
-
-
-def relabel_content_types(apps, schema_editor):
-    content_type = apps.get_model("contenttypes", "ContentType")
-    db = schema_editor.connection.alias
-    for model in MOVED:
-        if not content_type.objects.using(db).filter(app_label="pipeline", model=model).exists():
-            content_type.objects.using(db).filter(app_label="powercontext", model=model).update(
-                app_label="pipeline"
-            )
-
-
-def label_back(apps, schema_editor):
-    content_type = apps.get_model("contenttypes", "ContentType")
-    db = schema_editor.connection.alias
-    content_type.objects.using(db).filter(app_label="pipeline", model__in=MOVED).update(
-        app_label="powercontext"
-    )
 
 
 class Migration(migrations.Migration):
@@ -239,5 +223,5 @@ class Migration(migrations.Migration):
             ],
             database_operations=[],
         ),
-        migrations.RunPython(relabel_content_types, label_back),
+        relabel_content_types(MOVED, "powercontext", "pipeline"),
     ]
