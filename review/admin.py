@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from powercontext.core.admin import ReadOnlyAdmin, pretty_json
+from powercontext.core.admin import ReadOnlyAdmin, json_display
 from review import admin_audit as audit
 from review.models import Candidate, CandidateClaim, CandidateVersion, CannedReason, ReviewDecision
 
@@ -73,21 +73,10 @@ class CandidateAdmin(ReadOnlyAdmin):
             return "-"
         return f"{claim.claimed_by.get_username()} since {claim.claimed_at:%Y-%m-%d %H:%M} UTC"
 
-    @admin.display(description="proposal (current version)")
-    def proposal_pretty(self, obj: Candidate) -> SafeString:
-        return pretty_json(obj.latest.proposal if obj.latest is not None else None)
-
-    @admin.display(description="source refs (current version)")
-    def source_refs_pretty(self, obj: Candidate) -> SafeString:
-        return pretty_json(obj.latest.source_refs if obj.latest is not None else None)
-
-    @admin.display(description="artifact refs (current version)")
-    def artifact_refs_pretty(self, obj: Candidate) -> SafeString:
-        return pretty_json(obj.latest.artifact_refs if obj.latest is not None else None)
-
-    @admin.display(description="target (current version)")
-    def target_pretty(self, obj: Candidate) -> SafeString:
-        return pretty_json(obj.latest.target if obj.latest is not None else None)
+    proposal_pretty = json_display("latest.proposal", "proposal (current version)")
+    source_refs_pretty = json_display("latest.source_refs", "source refs (current version)")
+    artifact_refs_pretty = json_display("latest.artifact_refs", "artifact refs (current version)")
+    target_pretty = json_display("latest.target", "target (current version)")
 
     @admin.display(description="reason (current version)")
     def reason(self, obj: Candidate) -> str:
@@ -157,21 +146,10 @@ class CandidateVersionAdmin(ReadOnlyAdmin):
     def family_display(self, obj: CandidateVersion) -> str:
         return obj.candidate.family
 
-    @admin.display(description="proposal")
-    def proposal_pretty(self, obj: CandidateVersion) -> SafeString:
-        return pretty_json(obj.proposal)
-
-    @admin.display(description="source refs")
-    def source_refs_pretty(self, obj: CandidateVersion) -> SafeString:
-        return pretty_json(obj.source_refs)
-
-    @admin.display(description="artifact refs")
-    def artifact_refs_pretty(self, obj: CandidateVersion) -> SafeString:
-        return pretty_json(obj.artifact_refs)
-
-    @admin.display(description="target")
-    def target_pretty(self, obj: CandidateVersion) -> SafeString:
-        return pretty_json(obj.target)
+    proposal_pretty = json_display("proposal", "proposal")
+    source_refs_pretty = json_display("source_refs", "source refs")
+    artifact_refs_pretty = json_display("artifact_refs", "artifact refs")
+    target_pretty = json_display("target", "target")
 
 
 @admin.register(ReviewDecision)

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from powercontext.core.admin import FamilyFilter, ReadOnlyAdmin, pretty_json
+from powercontext.core.admin import FamilyFilter, ReadOnlyAdmin, json_display
 from powercontext.core.models import ArtifactRevision
 from review.models import ReviewDecision
 
@@ -66,17 +66,9 @@ class ArtifactRevisionAdmin(ReadOnlyAdmin):
             decision.candidate.candidate_id,
         )
 
-    @admin.display(description="content")
-    def content_pretty(self, obj: ArtifactRevision) -> SafeString:
-        return pretty_json(obj.content)
-
-    @admin.display(description="source refs")
-    def source_refs_pretty(self, obj: ArtifactRevision) -> SafeString:
-        return pretty_json(obj.source_refs)
-
-    @admin.display(description="artifact refs")
-    def artifact_refs_pretty(self, obj: ArtifactRevision) -> SafeString:
-        return pretty_json(obj.artifact_refs)
+    content_pretty = json_display("content", "content")
+    source_refs_pretty = json_display("source_refs", "source refs")
+    artifact_refs_pretty = json_display("artifact_refs", "artifact refs")
 
     @admin.display(description="searchable text written")
     def searchable_text_written(self, obj: ArtifactRevision) -> SafeString | str:

@@ -47,6 +47,20 @@ def pretty_json(value: Any) -> SafeString:
     )
 
 
+def json_display(path: str, description: str) -> Any:
+    """An admin column or field showing the JSON value at ``path`` (dotted: ``latest.proposal``
+    reads ``obj.latest.proposal``; a missing step shows ``null``) as indented, escaped JSON."""
+
+    @admin.display(description=description)
+    def show(self: admin.ModelAdmin[Any], obj: Model) -> SafeString:
+        value: Any = obj
+        for step in path.split("."):
+            value = getattr(value, step, None) if value is not None else None
+        return pretty_json(value)
+
+    return show
+
+
 def excerpt(text: str | None) -> str:
     """A short plain-text excerpt; the changelist escapes it like any other value."""
     return Truncator(text or "").chars(EXCERPT_CHARS)
@@ -127,9 +141,7 @@ class SourceAdmin(ReadOnlyAdmin):
         "content",
     )
 
-    @admin.display(description="metadata")
-    def metadata_pretty(self, obj: Source) -> SafeString:
-        return pretty_json(obj.metadata)
+    metadata_pretty = json_display("metadata", "metadata")
 
 
 @admin.register(Artifact)
@@ -231,13 +243,8 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
     def text_excerpt(self, obj: MemoryEntryVersion) -> str:
         return excerpt(obj.text)
 
-    @admin.display(description="source refs")
-    def source_refs_pretty(self, obj: MemoryEntryVersion) -> SafeString:
-        return pretty_json(obj.source_refs)
-
-    @admin.display(description="artifact refs")
-    def artifact_refs_pretty(self, obj: MemoryEntryVersion) -> SafeString:
-        return pretty_json(obj.artifact_refs)
+    source_refs_pretty = json_display("source_refs", "source refs")
+    artifact_refs_pretty = json_display("artifact_refs", "artifact refs")
 
 
 @admin.register(MemoryMembership)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
 
 from powercontext import search
-from powercontext.core.exceptions import ArtifactConflict, InvariantFailure, RevisionConflict
+from powercontext.core.exceptions import ArtifactConflict, RevisionConflict
 from powercontext.core.families import Family
 from powercontext.core.models import Artifact, ArtifactRevision
+from powercontext.core.transactions import compare_and_swap, require_transaction
 from powercontext.search import analyzer
 
 
@@ -28,11 +28,6 @@ class Refs:
 
     source_refs: list[dict[str, Any]] = field(default_factory=list)
     artifact_refs: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _require_transaction() -> None:
-    if not transaction.get_connection().in_atomic_block:
-        raise InvariantFailure("artifact writes must run inside the caller's transaction")
 
 
 def head_ref(head: Artifact) -> dict[str, Any]:
@@ -47,7 +42,7 @@ def artifact_head_lock(
     On PostgreSQL the row lock serializes writers of one head; on SQLite the IMMEDIATE
     transaction already holds the database write lock.
     """
-    _require_transaction()
+    require_transaction("artifact writes")
     heads = Artifact.objects.select_for_update().filter(
         scope_id=scope_id, family=family, artifact_id=artifact_id
     )
@@ -62,7 +57,7 @@ def artifact_head_lock(
 
 def artifact_head_create(*, scope_id: str, family: str, prefix: str) -> Artifact:
     """A new, empty head (revision 0) with a fresh artifact id."""
-    _require_transaction()
+    require_transaction("artifact writes")
     return Artifact.objects.create(
         scope_id=scope_id, family=family, artifact_id=f"{prefix}_{uuid.uuid4().hex}"
     )
@@ -102,15 +97,16 @@ def artifact_revision_create(
     the revision row keeps that text for the audit.
     Returns the new revision number and updates ``head`` in place.
     """
-    _require_transaction()
+    require_transaction("artifact writes")
     new = expected_revision + 1
     changes: dict[str, Any] = {"current_revision": new, "state": Artifact.State.ACTIVE}
     if searchable_text is not None:
         changes["searchable_text"] = searchable_text
         changes["analyzer_version"] = analyzer.ANALYZER_VERSION if searchable_text else 0
     _before_head_move()
-    moved = Artifact.objects.filter(pk=head.pk, current_revision=expected_revision).update(**changes)
-    if moved != 1:
+    if not compare_and_swap(
+        Artifact, match={"pk": head.pk, "current_revision": expected_revision}, changes=changes
+    ):
         head.refresh_from_db()
         raise conflict_for(head, expected_revision)
     refs = refs or Refs()

@@ -30,6 +30,7 @@ from powercontext.core.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
+from powercontext.core.transactions import require_transaction
 from powercontext.memory.artifacts import artifact_head_lock, artifact_revision_create
 from powercontext.memory.selectors import EntryView, entry_view, find_membership
 
@@ -322,8 +323,7 @@ def memory_apply_changes(
     (the pipeline's Phase 2) commits both or neither. Content the head already holds is
     skipped; unknown or already inactive entries are skipped; nothing left: no revision.
     """
-    if not transaction.get_connection().in_atomic_block:
-        raise InvariantFailure("memory_apply_changes must run inside the caller's transaction")
+    require_transaction("memory_apply_changes")
     head = _lock_head(scope_id, create=bool(remember))
     if head is None:
         return MemoryBatch(revision=None, added={}, retired=[])

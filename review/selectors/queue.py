@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
 from django.db.models import Case, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce
 
@@ -20,74 +19,13 @@ from powercontext.core import families
 from powercontext.core.models import Artifact
 from review import textmarks
 from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.selectors import counts
 from review.selectors.candidate import CandidateFacts, candidate_facts
+from review.selectors.counts import CappedCount
 from review.selectors.similar import near_duplicate_flags
 
 PAGE_SIZE = 50
-COUNT_CAP = 1000
 TITLE_CHARS = 160
-
-
-# --- counts -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CappedCount:
-    """A count that stops at ``COUNT_CAP``: ``more`` means "at least ``value``"."""
-
-    value: int
-    more: bool
-
-    def __str__(self) -> str:
-        return f"{self.value}+" if self.more else str(self.value)
-
-
-def capped_count(rows: QuerySet[Any], cap: int | None = None) -> CappedCount:
-    """``SELECT COUNT(*) FROM (... LIMIT cap + 1)``: bounded work however big the table is."""
-    cap = COUNT_CAP if cap is None else cap
-    found = rows.order_by()[: cap + 1].count()
-    return CappedCount(value=min(found, cap), more=found > cap)
-
-
-@dataclass(frozen=True)
-class QueueCounts:
-    pending_experience: CappedCount
-    pending_skill: CappedCount
-
-
-def queue_counts(rows: QuerySet[Candidate] | None = None) -> QueueCounts:
-    """Candidates per family among ``rows`` (the queue's other filters; by default every pending
-    candidate): two bounded counts."""
-    if rows is None:
-        rows = Candidate.objects.filter(status=Candidate.Status.PENDING)
-    return QueueCounts(
-        pending_experience=capped_count(rows.filter(family=Candidate.Family.EXPERIENCE)),
-        pending_skill=capped_count(rows.filter(family=Candidate.Family.SKILL)),
-    )
-
-
-SCOPE_SUGGESTIONS = 100
-
-
-def scope_suggestions(limit: int | None = None) -> list[str]:
-    """Scope ids that have candidates, A-Z, at most ``limit`` (the scope filter's ``<datalist>``).
-
-    One query, a loose index scan: each step asks the ``candidate_scope_queue`` index for the
-    next scope id after the previous one, so it costs ``limit`` index lookups however many
-    candidates each scope holds (a plain ``DISTINCT`` reads every row of the index).
-    """
-    limit = SCOPE_SUGGESTIONS if limit is None else limit
-    table = connection.ops.quote_name(Candidate._meta.db_table)
-    sql = (
-        f"WITH RECURSIVE scopes(scope_id, n) AS ("  # noqa: S608 - the table name is ours, quoted
-        f" SELECT (SELECT MIN(scope_id) FROM {table}), 1"
-        f" UNION ALL SELECT (SELECT MIN(scope_id) FROM {table} WHERE scope_id > scopes.scope_id), n + 1"
-        f" FROM scopes WHERE scopes.scope_id IS NOT NULL AND n < %s"
-        f") SELECT scope_id FROM scopes WHERE scope_id IS NOT NULL ORDER BY n"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [limit])
-        return [row[0] for row in cursor.fetchall()]
 
 
 # --- sort orders ----------------------------------------------------------------------------------
@@ -356,7 +294,7 @@ class Position:
 
 def queue_position(rows: QuerySet[Candidate], pk: int, *, sort: Sort, cap: int | None = None) -> Position:
     """ "12 of 34": one bounded query over the first ``cap + 1`` rows in display order."""
-    cap = COUNT_CAP if cap is None else cap
+    cap = counts.COUNT_CAP if cap is None else cap
     one, zero = Value(1), Value(0)
     found = (
         rows.annotate(

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from review import services
 from review.forms import BulkForm
 from review.models import Candidate, ReviewDecision
+from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.views.common import (
@@ -48,10 +49,10 @@ def queue(request: HttpRequest) -> HttpResponse:
             split=not filterset.one_family,
             decided=status != Candidate.Status.PENDING,
         )
-        matching = queue_selectors.capped_count(rows)
+        matching = count_selectors.capped_count(rows)
     else:
         page = queue_selectors.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
-        matching = queue_selectors.CappedCount(0, False)
+        matching = count_selectors.CappedCount(0, False)
     family_rows = filterset.without_family()
     return render(
         request,
@@ -68,9 +69,9 @@ def queue(request: HttpRequest) -> HttpResponse:
             "sort_problem": filterset.sort_problem,
             "page": page,
             "matching": matching,
-            "counts": queue_selectors.queue_counts(family_rows),
+            "counts": count_selectors.queue_counts(family_rows),
             "count_word": filterset.status_value,
-            "scopes": queue_selectors.scope_suggestions(),
+            "scopes": count_selectors.scope_suggestions(),
             "can_review": can_review(request),
             "bulk": can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
             "bulk_max": queue_selectors.BULK_MAX,

@@ -17,11 +17,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from powercontext.core.models import ScopeState
-from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.memory.sources import source_capture
 from powercontext.prepare import audit as prepare_audit
 from powercontext.prepare import explain_selectors as prepare_explain
 from powercontext.prepare import selection as context_selectors
+from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.prepare.selection import ContextCandidates
 from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
 from tests.conftest import Api
@@ -266,7 +266,6 @@ def test_the_aggregates_are_view_only(admin_client: Client) -> None:
     assert view.status_code == 200 and f'href="{EXPLAIN}?scope=ops"' in view.content.decode()
     assert admin_client.get(reverse("admin:prepare_prepareaggregate_add")).status_code == 403
     assert (
-        admin_client.post(reverse("admin:prepare_prepareaggregate_delete", args=[row.pk])).status_code
-        == 403
+        admin_client.post(reverse("admin:prepare_prepareaggregate_delete", args=[row.pk])).status_code == 403
     )
     assert PrepareAggregate.objects.get().prepares == 1

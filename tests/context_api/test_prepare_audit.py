@@ -14,10 +14,10 @@ from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
-from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.prepare import audit as prepare_audit
 from powercontext.prepare import selection as context_selectors
 from powercontext.prepare.explain import Summary
+from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.prepare.selection import ContextCandidates
 from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
 from powercontext.prepare.tasks import prune_prepare_aggregates

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from powercontext.core.exceptions import InvalidRequest
 from review import services
 from review.models import Candidate, CannedReason, ReviewDecision
 from tests.review.conftest import (
@@ -77,7 +78,7 @@ def test_each_item_is_decided_in_its_own_transaction(reviewer: User) -> None:
 
 def test_a_bulk_reject_shares_one_reason_and_needs_it(reviewer: User) -> None:
     one, two = make_candidate(), make_candidate()
-    with pytest.raises(services.InvalidRequest):
+    with pytest.raises(InvalidRequest):
         services.candidates_decide_bulk(
             items=[(one.pk, 1)], decision="rejected", reason="  ", reviewer=reviewer
         )

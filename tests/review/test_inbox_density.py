@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from review.models import Candidate
+from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from tests.review.conftest import (
     approve,
@@ -150,10 +151,10 @@ def test_the_scope_filter_suggests_existing_scopes(viewer: User) -> None:
 def test_scope_suggestions_are_distinct_sorted_capped_and_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
     for scope in ("delta", "alpha", "charlie", "alpha", "bravo", "delta", "echo"):
         make_candidate(scope)
-    assert queue_selectors.scope_suggestions() == ["alpha", "bravo", "charlie", "delta", "echo"]
-    monkeypatch.setattr(queue_selectors, "SCOPE_SUGGESTIONS", 3)
+    assert count_selectors.scope_suggestions() == ["alpha", "bravo", "charlie", "delta", "echo"]
+    monkeypatch.setattr(count_selectors, "SCOPE_SUGGESTIONS", 3)
     with CaptureQueriesContext(connection) as captured:
-        assert queue_selectors.scope_suggestions() == ["alpha", "bravo", "charlie"]
+        assert count_selectors.scope_suggestions() == ["alpha", "bravo", "charlie"]
     assert len(captured.captured_queries) == 1
 
 
@@ -242,7 +243,7 @@ def test_the_candidate_page_says_where_it_stands_in_its_queue(viewer: User, revi
 
 
 def test_the_position_is_capped_like_the_counts(viewer: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(queue_selectors, "COUNT_CAP", 3)
+    monkeypatch.setattr(count_selectors, "COUNT_CAP", 3)
     made = [make_candidate() for _ in range(5)]
     client = client_for(viewer)
     assert position_of(text_of(client.get(url("candidate", made[1])))) == "2 of 3+"

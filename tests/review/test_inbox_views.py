@@ -21,6 +21,7 @@ from powercontext.core.models import ArtifactRevision
 from review import diff
 from review import services as review_services
 from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors.similar import forget_digests
 from tests.powercontext.factories import make_memory
@@ -710,7 +711,7 @@ def test_filters_are_kept_on_candidate_links_and_next(viewer: User) -> None:
 
 
 def test_counts_are_capped(viewer: User, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(queue_selectors, "COUNT_CAP", 2)
+    monkeypatch.setattr(count_selectors, "COUNT_CAP", 2)
     for _ in range(3):
         make_candidate()
     body = text_of(client_for(viewer).get(url("queue")))

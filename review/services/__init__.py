@@ -16,7 +16,6 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
 from powercontext.core import families
 from powercontext.core.exceptions import (
@@ -24,11 +23,10 @@ from powercontext.core.exceptions import (
     CandidateConflict,
     CandidateNotFound,
     CandidateTerminal,
-    Conflict,
-    InvalidRequest,
     InvariantFailure,
 )
-from powercontext.core.models import Artifact, ArtifactRevision, Source
+from powercontext.core.models import Artifact
+from powercontext.core.transactions import compare_and_swap, require_transaction
 from powercontext.memory.artifacts import (
     Refs,
     artifact_head_create,
@@ -38,66 +36,9 @@ from powercontext.memory.artifacts import (
 )
 from powercontext.search import analyzer
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
-
-MAX_EVIDENCE = 32
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A complete proposal with its evidence, as proposed or revised (already schema-valid)."""
-
-    proposal: dict[str, Any]
-    source_refs: list[dict[str, Any]]
-    artifact_refs: list[dict[str, Any]]
-    target: dict[str, Any] | None
-    reason: str | None
-
-
-def _invalid(loc: list[str | int], msg: str, kind: str = "value_error") -> InvalidRequest:
-    return InvalidRequest(details={"errors": [{"loc": ["body", *loc], "msg": msg, "type": kind}]})
-
-
-def _ref(ref: dict[str, Any]) -> dict[str, Any]:
-    return {"family": ref["family"], "artifact_id": ref["artifact_id"], "revision": ref["revision"]}
-
-
-def _check_evidence(scope_id: str, family: str, submission: Submission) -> None:
-    """Evidence: 1..32 exact references, all existing in this scope; a target must be the latest
-    revision of an existing Artifact of the candidate's family and be part of the evidence."""
-    total = len(submission.source_refs) + len(submission.artifact_refs)
-    if total < 1 or total > MAX_EVIDENCE:
-        raise _invalid([], f"Evidence must hold 1 to {MAX_EVIDENCE} references in total.", "evidence_count")
-    for index, ref in enumerate(submission.source_refs):
-        if not Source.objects.filter(
-            scope_id=scope_id, source_type=ref["name"], source_id=ref["source_id"]
-        ).exists():
-            raise _invalid(["source_refs", index], "No such Source in this scope.", "evidence_missing")
-    for index, ref in enumerate(submission.artifact_refs):
-        exists = ArtifactRevision.objects.filter(
-            scope_id=scope_id, family=ref["family"], artifact_id=ref["artifact_id"], revision=ref["revision"]
-        ).exists()
-        if not exists:
-            raise _invalid(
-                ["artifact_refs", index], "No such Artifact revision in this scope.", "evidence_missing"
-            )
-    target = submission.target
-    if target is None:
-        return
-    if target["family"] != family:
-        raise _invalid(
-            ["target", "family"], "The target must be an Artifact of the candidate's family.", "target_family"
-        )
-    if _ref(target) not in [_ref(r) for r in submission.artifact_refs]:
-        raise _invalid(
-            ["target"], "The target must also be listed in artifact_refs.", "target_not_in_evidence"
-        )
-    head = Artifact.objects.filter(
-        scope_id=scope_id, family=family, artifact_id=target["artifact_id"]
-    ).first()
-    if head is None or head.current_revision < 1:
-        raise _invalid(["target"], "The target Artifact does not exist in this scope.", "target_missing")
-    if head.current_revision != target["revision"]:
-        raise ArtifactConflict(details={"current": head_ref(head)})
+from review.services.submission import MAX_EVIDENCE as MAX_EVIDENCE
+from review.services.submission import Submission as Submission
+from review.services.submission import check_evidence, exact_ref, invalid
 
 
 def _write_version(
@@ -129,18 +70,13 @@ def candidate_propose(
     )
 
 
-def _require_transaction() -> None:
-    if not transaction.get_connection().in_atomic_block:
-        raise InvariantFailure("this review write must run inside the caller's transaction")
-
-
 def candidate_propose_within(
     *, scope_id: str, family: str, submission: Submission, proposed_by: User | None = None
 ) -> Candidate:
     """``candidate_propose`` inside the caller's transaction (asserted): for a writer that
     records what it proposed in the same unit of work (the pipeline's Phase 2)."""
-    _require_transaction()
-    _check_evidence(scope_id, family, submission)
+    require_transaction("this review write")
+    check_evidence(scope_id, family, submission)
     candidate = Candidate.objects.create(
         scope_id=scope_id, candidate_id=f"cand_{uuid.uuid4().hex}", family=family, version=1
     )
@@ -170,10 +106,8 @@ def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Ca
 
 def _advance(candidate: Candidate, expected_version: int, **changes: Any) -> None:
     """Compare-and-swap the candidate head from ``expected_version``."""
-    moved = Candidate.objects.filter(
-        pk=candidate.pk, version=expected_version, status=Candidate.Status.PENDING
-    ).update(**changes)
-    if moved != 1:
+    match = {"pk": candidate.pk, "version": expected_version, "status": Candidate.Status.PENDING}
+    if not compare_and_swap(Candidate, match=match, changes=changes):
         raise CandidateConflict(
             details={"expected_version": expected_version, "current_version": candidate.version}
         )
@@ -190,7 +124,7 @@ def candidate_revise(
 ) -> Candidate:
     """Append a complete replacement proposal as the next pending version."""
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
-    _check_evidence(scope_id, candidate.family, submission)
+    check_evidence(scope_id, candidate.family, submission)
     version = _write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
@@ -213,14 +147,14 @@ def candidate_rebase(
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     latest = candidate.latest
     if latest is None or latest.target is None:
-        raise _invalid(["target"], "Only an update (a candidate with a target) can be rebased.", "no_target")
-    old = _ref(latest.target)
+        raise invalid(["target"], "Only an update (a candidate with a target) can be rebased.", "no_target")
+    old = exact_ref(latest.target)
     if old["revision"] == onto_revision:
-        raise _invalid(["target"], f"The candidate already targets revision {onto_revision}.", "not_stale")
+        raise invalid(["target"], f"The candidate already targets revision {onto_revision}.", "not_stale")
     new = {**old, "revision": onto_revision}
     refs: list[dict[str, Any]] = []
     for ref in latest.artifact_refs:
-        ref = new if _ref(ref) == old else ref
+        ref = new if exact_ref(ref) == old else ref
         if ref not in refs:
             refs.append(ref)
     submission = Submission(
@@ -230,7 +164,7 @@ def candidate_rebase(
         target=new,
         reason=latest.reason,
     )
-    _check_evidence(scope_id, candidate.family, submission)
+    check_evidence(scope_id, candidate.family, submission)
     version = _write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
@@ -326,87 +260,9 @@ def candidate_reject_within(
     *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
 ) -> Candidate:
     """``candidate_reject`` inside the caller's transaction (asserted)."""
-    _require_transaction()
+    require_transaction("this review write")
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     return _decide(candidate, expected_version, ReviewDecision.Decision.REJECTED, reviewer, reason=reason)
-
-
-# --- claims ("Assign to me") ------------------------------------------------------------------
-
-
-class ClaimChanged(Conflict):
-    """The claim is no longer what the reviewer saw (someone else claimed or released it)."""
-
-    code = "claim_changed"
-    default_message = "The candidate's assignment changed since the page was shown."
-
-
-@dataclass(frozen=True)
-class ClaimOutcome:
-    """What a claim write did: ``changed`` False when it was already so; ``previous`` is the
-    username of the reviewer who held the claim before (a take-over), if any."""
-
-    changed: bool
-    previous: str | None = None
-
-
-def _lock_candidate(scope_id: str, candidate_id: str) -> Candidate:
-    candidate = (
-        Candidate.objects.select_for_update(of=("self",))
-        .filter(scope_id=scope_id, candidate_id=candidate_id)
-        .first()
-    )
-    if candidate is None:
-        raise CandidateNotFound()
-    return candidate
-
-
-def _current_claim(candidate: Candidate) -> CandidateClaim | None:
-    return CandidateClaim.objects.select_related("claimed_by").filter(candidate=candidate).first()
-
-
-@transaction.atomic(durable=True)
-def candidate_claim(
-    *, scope_id: str, candidate_id: str, reviewer: User, expected_claimant: int | None
-) -> ClaimOutcome:
-    """Assign the pending candidate to ``reviewer`` (a take-over when another reviewer holds it).
-
-    ``expected_claimant`` is the user id of the claimant the reviewer saw (None: unclaimed); the
-    claim is written only while it is still that one, so "Assign to me" never silently takes an
-    item someone claimed a moment ago (``ClaimChanged``; the page then shows who and offers the
-    take-over). Claims are advisory: they never block a decision. Locks the candidate row.
-    Raises ``CandidateNotFound``, ``CandidateTerminal`` (decided: nothing left to claim),
-    ``ClaimChanged``.
-    """
-    candidate = _lock_candidate(scope_id, candidate_id)
-    if candidate.status != Candidate.Status.PENDING:
-        raise CandidateTerminal(details={"status": candidate.status})
-    claim = _current_claim(candidate)
-    holder = claim.claimed_by_id if claim is not None else None
-    if holder == reviewer.pk:
-        return ClaimOutcome(changed=False)
-    if holder != expected_claimant:
-        raise ClaimChanged()
-    now = timezone.now()
-    if claim is None:
-        CandidateClaim.objects.create(candidate=candidate, claimed_by=reviewer, claimed_at=now)
-        return ClaimOutcome(changed=True)
-    previous = claim.claimed_by.get_username()
-    CandidateClaim.objects.filter(candidate=candidate, claimed_by_id=holder).update(
-        claimed_by=reviewer, claimed_at=now
-    )
-    return ClaimOutcome(changed=True, previous=previous)
-
-
-@transaction.atomic(durable=True)
-def candidate_unclaim(*, scope_id: str, candidate_id: str, reviewer: User) -> ClaimOutcome:
-    """Release ``reviewer``'s own claim ("Unassign"); a claim held by someone else is left alone
-    (``changed`` False: take it over with ``candidate_claim`` instead). Locks the candidate row.
-    Raises ``CandidateNotFound``.
-    """
-    candidate = _lock_candidate(scope_id, candidate_id)
-    deleted, _ = CandidateClaim.objects.filter(candidate=candidate, claimed_by=reviewer).delete()
-    return ClaimOutcome(changed=deleted > 0)
 
 
 # --- bulk decisions ----------------------------------------------------------------------------
@@ -436,9 +292,9 @@ def candidates_decide_bulk(
     ``InvalidRequest`` for a bad decision or a missing reason, before deciding anything.
     """
     if decision not in (ReviewDecision.Decision.APPROVED, ReviewDecision.Decision.REJECTED):
-        raise _invalid(["decision"], "The decision must be approved or rejected.")
+        raise invalid(["decision"], "The decision must be approved or rejected.")
     if decision == ReviewDecision.Decision.REJECTED and not (reason or "").strip():
-        raise _invalid(["reason"], "A reason is required to reject.")
+        raise invalid(["reason"], "A reason is required to reject.")
     unique = list(dict.fromkeys(items))
     identities = dict(
         (pk, (scope_id, candidate_id))
@@ -473,3 +329,7 @@ def candidates_decide_bulk(
         else:
             outcomes.append(BulkOutcome(pk, expected_version, "decided"))
     return outcomes
+
+
+# Claims ("Assign to me") are their own small service; re-exported so callers use one module.
+from review.services.claims import ClaimChanged, ClaimOutcome, candidate_claim, candidate_unclaim  # noqa: E402, F401
