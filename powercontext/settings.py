@@ -362,6 +362,10 @@ POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = _env_int(
     "POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS", 30, minimum=1
 )
 
+# Beat keeps its last-run times in a shelve file (celerybeat-schedule.*): in the data directory,
+# not in the working directory (a checkout). `celery beat -s PATH` still overrides it.
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "powercontext.celery:DataDirScheduler"
 CELERY_BEAT_SCHEDULE = {
     "pipeline-scan": {
         "task": "powercontext.pipeline_scan",
