@@ -1,9 +1,11 @@
 """The Celery app. Without CELERY_BROKER_URL tasks run eagerly in-process (embedded default)."""
 
 import os
+from pathlib import Path
 from typing import Any
 
 from celery import Celery
+from celery.beat import PersistentScheduler
 from django.db import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
@@ -20,3 +22,13 @@ TASK_OPTIONS: dict[str, Any] = {
     "retry_backoff": True,
     "max_retries": 3,
 }
+
+
+class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]
+    """Beat's default scheduler, creating the directory of its schedule file first: the file lives
+    in POWERCONTEXT_DATA_DIR (settings.CELERY_BEAT_SCHEDULE_FILENAME), which service mode may not
+    have created."""
+
+    def setup_schedule(self) -> None:
+        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
+        super().setup_schedule()

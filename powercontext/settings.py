@@ -1,4 +1,4 @@
-"""Settings for PowerContext, read from environment variables (see README "Configuration")."""
+"""Settings for PowerContext, read from environment variables (docs/operators.md "Configuration")."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ DATA_DIR = Path(os.environ.get("POWERCONTEXT_DATA_DIR", BASE_DIR / "data"))
 ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
 
-# --- HTTPS (README "Configuration"; docs/production.env passes check --deploy) ----------------
+# --- HTTPS (docs/operators.md "Configuration"; docs/production.env passes check --deploy) ----------------
 # Off by default: the embedded default serves plain http://127.0.0.1:8000, where secure-only
 # cookies would make the Review Inbox login impossible.
 SESSION_COOKIE_SECURE = _env_bool("SESSION_COOKIE_SECURE", False)
@@ -268,7 +268,7 @@ LOGIN_REDIRECT_URL = "/review/"
 # --- API ------------------------------------------------------------------------------------
 # Bearer tokens: when POWERCONTEXT_REQUIRE_TOKEN is true every /v1 operation needs a valid
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
-# always need a reviewer token (see README).
+# always need a reviewer token (see docs/reviewers.md).
 POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
 
 # Local embeddings (vector/hybrid search, a derived index): on unless turned off; they are off
@@ -276,7 +276,7 @@ POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
 POWERCONTEXT_EMBEDDINGS = _env_bool("POWERCONTEXT_EMBEDDINGS", True)
 # async: writers insert no vector; the embedder fills the gap after commit (a per-process thread
 # in the embedded default, the powercontext.embed_pending task in service mode). sync: embed in
-# the writer's transaction (slower writes, vectors at once). README "Search".
+# the writer's transaction (slower writes, vectors at once). docs/operators.md "Search maintenance".
 POWERCONTEXT_EMBED_WRITES = os.environ.get("POWERCONTEXT_EMBED_WRITES", "async").strip() or "async"
 if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
     raise ImproperlyConfigured(
@@ -333,7 +333,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = int(os.environ.get("CELERY_TASK_SOFT_TIME_LIMIT", 
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # --- Background pipeline ----------------------------------------------------------------------
-# Captured sessions become Memory and pending Experience candidates (README "Background pipeline").
+# Captured sessions become Memory and pending Experience candidates (docs/operators.md "Background pipeline").
 # POWERCONTEXT_GENERATOR: rules (deterministic, offline; the default), openai, or off.
 POWERCONTEXT_GENERATOR = os.environ.get("POWERCONTEXT_GENERATOR", "rules").strip() or "rules"
 if POWERCONTEXT_GENERATOR not in {"rules", "openai", "off"}:
@@ -357,7 +357,7 @@ POWERCONTEXT_PIPELINE = {
 # Celery beat (service mode): how often the pipeline scan runs.
 POWERCONTEXT_PIPELINE_SCAN_SECONDS = _env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
 
-# --- Prepare aggregates (README "Prepare aggregates") -----------------------------------------
+# --- Prepare aggregates (docs/operators.md) ----------------------------------------------------
 # Per scope, UTC hour and search mode: counts, sizes and a latency histogram of prepares, never
 # the query or any text. Buffered in each process and written by a background thread every
 # FLUSH_SECONDS (0: no thread; the buffer is then never written), so a prepare never writes.
@@ -368,6 +368,10 @@ POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = _env_int(
     "POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS", 30, minimum=1
 )
 
+# Beat keeps its last-run times in a shelve file (celerybeat-schedule.*): in the data directory,
+# not in the working directory (a checkout). `celery beat -s PATH` still overrides it.
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "powercontext.celery:DataDirScheduler"
 CELERY_BEAT_SCHEDULE = {
     "pipeline-scan": {
         "task": "powercontext.pipeline_scan",
@@ -401,7 +405,7 @@ elif SERVICE_MODE and not DEBUG:
     raise ImproperlyConfigured(
         "SECRET_KEY is not set. In service mode (a postgres:// DATABASE_URL or a CELERY_BROKER_URL) "
         "every app server and worker must share one secret key: set SECRET_KEY, or SECRET_KEY_FILE "
-        "to a file that contains it (see README, Configuration)."
+        "to a file that contains it (see docs/operators.md, Configuration)."
     )
 else:
     SECRET_KEY = generated_secret_key(DATA_DIR / "secret_key")

@@ -196,6 +196,10 @@ class _Operations(Generic[ResultT]):
     def list_memory_changes(self, *, scope_id: str, since_revision: int | None = None) -> ResultT:
         return self._call("list_memory_changes", {"scope_id": scope_id, "since_revision": since_revision})
 
+    def flush_memory(self, *, scope_id: str) -> ResultT:
+        """One bounded pipeline pass for the scope (the pipeline addendum's operator control)."""
+        return self._call("flush_memory", {"scope_id": scope_id})
+
     # Experience and managed Skill -------------------------------------------------------------
 
     def propose_experience(

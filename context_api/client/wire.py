@@ -48,6 +48,7 @@ OPERATIONS: dict[str, Operation] = {
     "revise_memory_entry": Operation("POST", "/v1/memory/entries/revise", 200),
     "retire_memory_entry": Operation("POST", "/v1/memory/entries/retire", 200),
     "list_memory_changes": Operation("POST", "/v1/memory/changes", 200),
+    "flush_memory": Operation("POST", "/v1/memory/flush", 200),
     "propose_experience": Operation("POST", "/v1/experience/propose", 201),
     "get_experience": Operation("POST", "/v1/experience/get", 200),
     "propose_skill": Operation("POST", "/v1/skill/propose", 201),

@@ -7,11 +7,13 @@ import json
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from context_api.mcp import transport
-
 
 @csrf_exempt  # bearer tokens, no cookies; Origin is checked by the transport
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    # Imported on the first /mcp request, not with the URLconf: the MCP SDK's types take about a
+    # second to build, which every management command that runs the system checks would pay.
+    from context_api.mcp import transport
+
     answer = transport.handle(request)
     if answer.body is None:
         response = HttpResponse(status=answer.status)

@@ -33,7 +33,6 @@ from powercontext.prepare.builder import (
     MIN_MAX_BYTES,
     BuilderInvariantError,
 )
-from powercontext.prepare.explain_selectors import PREVIEW_CHARS, prepare_explain
 from powercontext.prepare.models import (
     PREPARE_AGGREGATE_COUNTERS,
     PREPARE_LATENCY_BOUNDS_MS,
@@ -63,9 +62,13 @@ class ExplainForm(forms.Form):
     max_bytes = forms.IntegerField(
         min_value=MIN_MAX_BYTES, max_value=MAX_MAX_BYTES, initial=DEFAULT_MAX_BYTES
     )
-    show_text = forms.BooleanField(
-        required=False, initial=False, help_text=f"Show each hit's first {PREVIEW_CHARS} characters."
-    )
+    show_text = forms.BooleanField(required=False, initial=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from powercontext.prepare.explain_selectors import PREVIEW_CHARS
+
+        self.fields["show_text"].help_text = f"Show each hit's first {PREVIEW_CHARS} characters."
 
 
 class SearchModeFilter(admin.SimpleListFilter):
@@ -204,6 +207,10 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
         """Render ``prepare_explain`` for the submitted form. Reads only; the query is not logged."""
         if not request.user.has_perm(EXPLAIN_PERMISSION):
             raise PermissionDenied
+        # Imported here, not with the admin: the report reads through search (NumPy, the embedding
+        # model's module), which every management command would otherwise load at start-up.
+        from powercontext.prepare.explain_selectors import prepare_explain
+
         report = None
         if request.method == "POST":
             form = ExplainForm(request.POST)

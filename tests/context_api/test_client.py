@@ -190,6 +190,14 @@ CASES: list[tuple[str, dict[str, Any], str, str, Any, int]] = [
         200,
     ),
     (
+        "flush_memory",
+        {"scope_id": "s"},
+        "POST",
+        "/v1/memory/flush",
+        {"scope_id": "s"},
+        200,
+    ),
+    (
         "propose_experience",
         {
             "scope_id": "s",
@@ -300,7 +308,7 @@ CASES: list[tuple[str, dict[str, Any], str, str, Any, int]] = [
 
 def test_every_contract_operation_is_covered():
     assert {case[0] for case in CASES} == set(OPERATIONS)
-    assert len(OPERATIONS) == 22
+    assert len(OPERATIONS) == 23
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """The served contract (GET /v1/openapi.json, /v1/docs) and the routes behind it.
 
-The served document is compared operation by operation with the shared contract (CI has
-``../shared`` beside the clone), so a drift between the two fails the build; and every contract
-operation must be routed with its method.
+The served document is compared operation by operation with the shared contract and its pipeline
+addendum (CI has ``../shared`` beside the clone), so a drift between them fails the build; and
+every contract operation, ``flush_memory`` included, must be routed with its method.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from context_api import client as api_client
 from context_api.operations import OPERATIONS
 
 CONTRACT_NAME = "powercontext-subset.openapi.yaml"
+ADDENDUM_NAME = "powercontext-pipeline.openapi.yaml"
 # CI: ../shared beside the clone. A git worktree under <checkout>/wt/<name> finds it one level up.
 _CANDIDATES = [Path(settings.BASE_DIR).parent, Path(settings.BASE_DIR).parent.parent]
 SHARED_CONTRACT = next(
@@ -33,8 +34,16 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 def _shared() -> dict[str, Any]:
+    """The shared contract with the shared pipeline addendum's paths and components added."""
     with SHARED_CONTRACT.open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        document = yaml.safe_load(handle)
+    with SHARED_CONTRACT.with_name(ADDENDUM_NAME).open(encoding="utf-8") as handle:
+        addendum = yaml.safe_load(handle)
+    document["paths"].update(addendum["paths"])
+    for section, entries in addendum["components"].items():
+        for name, value in entries.items():
+            document["components"].setdefault(section, {}).setdefault(name, value)
+    return document
 
 
 def _operations(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -112,9 +121,19 @@ def test_every_contract_operation_is_routed_with_its_method(served: dict[str, An
         assert method in view.http_method_names and hasattr(view, method), (path, method)
         routed.add(operation["operationId"])
     table = set(OPERATIONS) | {"get_liveness", "get_readiness", "get_capabilities", "get_stats"}
-    # flush_memory comes from the pipeline addendum (context_api/contract/powercontext-pipeline.openapi.yaml).
-    assert routed == table - {"flush_memory"}
-    assert resolve("/v1/memory/flush").url_name == "flush_memory"
+    assert routed == table
+
+
+def test_the_served_document_includes_the_pipeline_addendum(served: dict[str, Any]) -> None:
+    operation = served["paths"]["/v1/memory/flush"]["post"]
+    assert operation["operationId"] == "flush_memory"
+    assert served["components"]["schemas"]["FlushMemoryResponse"]["required"] == [
+        "status",
+        "previous_cursor",
+        "current_cursor",
+        "high_watermark",
+        "processed_source_count",
+    ]
 
 
 def test_the_client_table_agrees_with_the_contract(served: dict[str, Any]) -> None:

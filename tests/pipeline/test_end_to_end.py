@@ -104,6 +104,39 @@ def test_run_pipeline_turns_captured_work_into_cited_memory_and_one_pending_expe
 
 
 @pytest.mark.django_db
+def test_run_pipeline_without_ignore_idle_explains_why_fresh_sessions_wait(api: Any) -> None:
+    captured_session(api)
+    out, err = io.StringIO(), io.StringIO()
+
+    call_command("run_pipeline", "--no-progress", stdout=out, stderr=err)
+
+    assert json.loads(out.getvalue())["sessions"] == {}
+    hint = err.getvalue()
+    assert "2 session(s) have sources waiting but are not idle yet" in hint
+    assert "POWERCONTEXT_PIPELINE_IDLE_SECONDS" in hint and "--ignore-idle" in hint
+    assert PipelineOutput.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_run_pipeline_with_nothing_pending_says_so() -> None:
+    err = io.StringIO()
+
+    call_command("run_pipeline", "--no-progress", stdout=io.StringIO(), stderr=err)
+
+    assert "no session has sources waiting to be extracted" in err.getvalue()
+
+
+@pytest.mark.django_db
+def test_run_pipeline_that_took_sessions_prints_no_hint(api: Any) -> None:
+    captured_session(api)
+    err = io.StringIO()
+
+    call_command("run_pipeline", "--ignore-idle", "--no-progress", stdout=io.StringIO(), stderr=err)
+
+    assert "idle" not in err.getvalue() and "waiting" not in err.getvalue()
+
+
+@pytest.mark.django_db
 def test_flush_runs_one_bounded_pass_for_one_scope(api: Any, caplog: Any) -> None:
     caplog.set_level(logging.DEBUG)
     captured_session(api)

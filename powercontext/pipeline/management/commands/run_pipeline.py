@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from powercontext.pipeline import generators, runner
+from powercontext.pipeline.config import pipeline_config
 
 
 class Command(BaseCommand):
@@ -52,3 +53,17 @@ class Command(BaseCommand):
             "rejected": sum(m.rejected for m in phase2),
         }
         self.stdout.write(json.dumps(summary, sort_keys=True))
+        if not report.outcomes and not options["ignore_idle"]:
+            self.stderr.write(self._idle_hint(scope_id))
+
+    def _idle_hint(self, scope_id: str | None) -> str:
+        """Why a pass without --ignore-idle took no session: none is idle yet, or none is pending."""
+        waiting = len(runner.scan(scope_id=scope_id, ignore_idle=True).phase1)
+        if not waiting:
+            return "no session has sources waiting to be extracted"
+        idle = int(pipeline_config().idle.total_seconds())
+        return (
+            f"{waiting} session(s) have sources waiting but are not idle yet: a session is taken once "
+            f"its newest source is {idle} s old (POWERCONTEXT_PIPELINE_IDLE_SECONDS); "
+            "run again with --ignore-idle to take them now"
+        )
