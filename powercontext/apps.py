@@ -1,26 +1,31 @@
+import os
 from typing import Any
 
 from django.apps import AppConfig
-from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS
-from django.db.models.signals import post_migrate
+from django.core import checks
+
+# Settings that no longer exist, still read from the environment only to say so.
+REMOVED_SETTINGS = {
+    "POWERCONTEXT_VECTOR_SEARCH": (
+        "vector search always ranks exactly in process on both databases (the database vector"
+        " paths were removed: docs/decisions.md); unset it"
+    ),
+}
 
 
-def _set_up_pgvector(sender: AppConfig, using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
-    """After ``migrate``: when pgvector is asked for (``POWERCONTEXT_VECTOR_SEARCH=pgvector``) and
-    the database has it, create (and fill) the vector search side tables if they are missing
-    (``powercontext.search.vector_pgvector``; idempotent)."""
-    if using != DEFAULT_DB_ALIAS or settings.POWERCONTEXT_VECTOR_SEARCH != "pgvector":
-        return
-    from powercontext.search import vector_backend
-    from powercontext.search.rebuild import rebuild_pgvector_mirror
-
-    vector_backend.forget_detection()
-    if (
-        vector_backend.vector_backend().pgvector is not None
-        and not vector_backend.vector_backend().pgvector_set_up
-    ):
-        rebuild_pgvector_mirror()
+def removed_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Warn (``manage.py check``, ``migrate``, ``runserver``) when the environment still sets a
+    removed setting: the service runs without it, and the operator should know it has no effect.
+    Only the variable's name is reported, not its value."""
+    return [
+        checks.Warning(
+            f"{name} is set but no longer has any effect",
+            hint=hint,
+            id="powercontext.W001",
+        )
+        for name, hint in REMOVED_SETTINGS.items()
+        if name in os.environ
+    ]
 
 
 class PowerContextConfig(AppConfig):
@@ -28,4 +33,4 @@ class PowerContextConfig(AppConfig):
     verbose_name = "PowerContext core"
 
     def ready(self) -> None:
-        post_migrate.connect(_set_up_pgvector, sender=self, dispatch_uid="powercontext-pgvector-setup")
+        checks.register(removed_settings, checks.Tags.compatibility)
