@@ -179,21 +179,15 @@ TEMPLATES = [
 # Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default).
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
-# SQLite goes through powercontext.db.sqlite3: Django's SQLite backend, on the standard library's
-# driver unless POWERCONTEXT_VECTOR_SEARCH=sqlite-vec asks for the one that can load sqlite-vec
-# (pysqlite3; powercontext/db/sqlite3/base.py).
-SQLITE_ENGINE = "powercontext.db.sqlite3"
 if DATABASE_URL:
     _db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     if _db["ENGINE"] not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
-    if _db["ENGINE"] == "django.db.backends.sqlite3":
-        _db["ENGINE"] = SQLITE_ENGINE
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
-    _db = {"ENGINE": SQLITE_ENGINE, "NAME": str(DATA_DIR / "powercontext.sqlite3")}
+    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "powercontext.sqlite3")}
 
-if _db["ENGINE"] == SQLITE_ENGINE:
+if _db["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when the transaction begins (IMMEDIATE) and wait for it (busy
     # timeout) instead of failing with "database is locked" half way through; WAL lets readers
     # keep a consistent snapshot while one writer commits.
@@ -282,17 +276,10 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
     raise ImproperlyConfigured(
         f"POWERCONTEXT_EMBED_WRITES must be async or sync, got {POWERCONTEXT_EMBED_WRITES!r}"
     )
-# Which path ranks vectors (exact on every path): auto (default) = in process, on both databases
-# (measured fastest: docs/retrieval.md); in-process = the same, explicitly; sqlite-vec = in SQLite
-# with sqlite-vec (SQLite connections then use the pysqlite3 driver); pgvector = in PostgreSQL with
-# pgvector when the database has the extension (side tables set up by migrate/rebuild_search_index).
-# A path that is not available falls back to in process; rebuild_search_index reports the path.
-POWERCONTEXT_VECTOR_SEARCH = os.environ.get("POWERCONTEXT_VECTOR_SEARCH", "auto").strip() or "auto"
-if POWERCONTEXT_VECTOR_SEARCH not in {"auto", "in-process", "sqlite-vec", "pgvector"}:
-    raise ImproperlyConfigured(
-        "POWERCONTEXT_VECTOR_SEARCH must be auto, in-process, sqlite-vec or pgvector,"
-        f" got {POWERCONTEXT_VECTOR_SEARCH!r}"
-    )
+# Vector search ranks in process, exactly, over per-scope matrices cached in each process
+# (docs/decisions.md). This bounds that cache in MiB (Memory and Experience vectors together,
+# least recently used scopes out first); 0 caches nothing. ~15 MiB holds 10k entries' vectors.
+POWERCONTEXT_VECTOR_CACHE_MB = _env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, minimum=0)
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.
 POWERCONTEXT_EMBED_COALESCE_SECONDS = _env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)

@@ -18,9 +18,6 @@ from django.db import connection
 from django.test import Client
 
 STRICT = os.environ.get("POWERCONTEXT_TEST_STRICT") == "1"
-# Set by the pgvector pass (scripts/test.sh, against scripts/pgvector_server.sh): the database
-# must have pgvector set up, and the tests marked ``pgvector`` run (elsewhere they are deselected).
-EXPECT_PGVECTOR = os.environ.get("POWERCONTEXT_TEST_EXPECT_PGVECTOR") == "1"
 
 
 def _vendor() -> str:
@@ -38,8 +35,6 @@ def _missing_services() -> dict[str, str]:
         missing["integration"] = "needs POWERCONTEXT_TEST_REDIS_URL (a Redis for a real Celery worker)"
     if not shutil.which(os.environ.get("POWERCONTEXT_TEST_CHROMIUM", "/usr/bin/chromium")):
         missing["browser"] = "needs Debian's chromium (/usr/bin/chromium)"
-    if not EXPECT_PGVECTOR:
-        missing["pgvector"] = "runs in the pgvector pass (TEST_PGVECTOR_URL; scripts/pgvector_server.sh)"
     return missing
 
 
@@ -72,8 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reporter.write_line("PowerContext: tests deselected for this database/service set:")
         for line in lines:
             reporter.write_line(line)
-    # The pgvector pass is a pass of its own, which scripts/test.sh demands in strict mode.
-    if STRICT and _vendor() == "postgresql" and set(dropped) - {"pgvector"}:
+    if STRICT and _vendor() == "postgresql":
         raise pytest.UsageError(
             "POWERCONTEXT_TEST_STRICT=1 but a required service is missing:\n" + "\n".join(lines)
         )
@@ -83,23 +77,6 @@ def pytest_configure(config: pytest.Config) -> None:
     expected = os.environ.get("POWERCONTEXT_TEST_EXPECT_VENDOR")
     if expected and expected != _vendor():
         raise pytest.UsageError(f"expected the {expected} database, but DATABASE_URL selects {_vendor()}")
-    if os.environ.get("POWERCONTEXT_TEST_EXPECT_SQLITE_VEC") == "1" and _vendor() == "sqlite":
-        # The sqlite-vec pass (scripts/test.sh: POWERCONTEXT_VECTOR_SEARCH=sqlite-vec, Linux x86_64):
-        # sqlite-vec must load, so its tests never silently take the in-process path instead.
-        from powercontext.db.sqlite3 import base
-
-        probe = base.Database.connect(":memory:")
-        try:
-            loaded = base.load_sqlite_vec(probe)
-        finally:
-            probe.close()
-        if base.driver() != "pysqlite3" or loaded is None:
-            raise pytest.UsageError(
-                f"expected sqlite-vec, but the SQLite driver is {base.driver()} and sqlite-vec "
-                f"{'did not load' if loaded is None else 'loaded'} (pip install -r requirements.txt)"
-            )
-    if EXPECT_PGVECTOR and _vendor() != "postgresql":
-        raise pytest.UsageError("POWERCONTEXT_TEST_EXPECT_PGVECTOR=1 needs a PostgreSQL DATABASE_URL")
 
 
 class Api:

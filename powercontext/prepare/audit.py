@@ -18,16 +18,15 @@ a text, an entry id or a citation.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connections
 from django.utils import timezone
 
+from powercontext.core.background import PerProcess, Runner
 from powercontext.prepare.explain import Summary
 from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PREPARE_LATENCY_BOUNDS_MS
 from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
@@ -122,79 +121,59 @@ class PrepareAudit:
             raise
 
 
-class Flusher(threading.Thread):
+class Flusher(Runner):
     """Flushes ``audit`` every ``interval`` seconds and once more when stopped."""
 
+    name = "prepare-audit-flusher"
+    logger = logger
+    failure = "prepare_audit flush_failed"
+
     def __init__(self, audit: PrepareAudit, interval: float) -> None:
-        super().__init__(name="prepare-audit-flusher", daemon=True)
+        super().__init__()
         self.audit = audit
         self.interval = interval
-        self.pid = os.getpid()
-        self._stopping = threading.Event()
 
-    def run(self) -> None:
-        while not self._stopping.wait(self.interval):
-            self._tick()
-        self._tick()
+    def step(self) -> bool:
+        self.flush_once()
+        return False
 
-    def _tick(self) -> None:
-        try:
-            self.flush_once()
-        finally:
-            connections.close_all()  # this thread's connections only
+    def on_stop(self) -> None:
+        self.flush_once()
 
     def flush_once(self) -> None:
-        """Flush; a failure is logged (its class only) and the counts wait for the next tick."""
+        """Flush; a failure is logged (its class only) and the counts wait for the next tick.
+        (The thread closes its connections when it goes idle, right after.)"""
         try:
             self.audit.flush()
         except Exception as exc:
             logger.warning("prepare_audit flush_failed error_class=%s", type(exc).__name__)
 
-    def stop(self, timeout: float | None = None) -> None:
-        self._stopping.set()
-        self.join(timeout)
-
 
 _state_lock = threading.Lock()
 _audit: PrepareAudit | None = None
-_flusher: Flusher | None = None
+_flushers: PerProcess[Flusher] = PerProcess()
 _pid = os.getpid()
-_atexit_registered = False
 
 
 def buffer() -> PrepareAudit:
     """This process's buffer (a fresh, empty one in a forked child: the parent's is not ours)."""
-    global _audit, _pid, _flusher
+    global _audit, _pid
     with _state_lock:
         if _audit is None or _pid != os.getpid():
             _audit = PrepareAudit(settings.POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS)
             _pid = os.getpid()
-            _flusher = None
         return _audit
 
 
 def _ensure_flusher(audit: PrepareAudit) -> None:
-    global _flusher, _atexit_registered
     interval = settings.POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS
-    if interval <= 0:
-        return
-    with _state_lock:
-        if _flusher is not None and _flusher.pid == os.getpid() and _flusher.is_alive():
-            return
-        _flusher = Flusher(audit, interval)
-        _flusher.start()
-        if not _atexit_registered:
-            atexit.register(stop_flusher)
-            _atexit_registered = True
+    if interval > 0:
+        _flushers.get(lambda: Flusher(audit, interval))
 
 
 def stop_flusher(timeout: float | None = 10) -> None:
     """Stop this process's flusher after one last flush (at exit; tests)."""
-    global _flusher
-    with _state_lock:
-        flusher, _flusher = _flusher, None
-    if flusher is not None and flusher.pid == os.getpid():
-        flusher.stop(timeout)
+    _flushers.stop(timeout)
 
 
 def record(*, scope_id: str, search_mode: str, summary: Summary, latency_seconds: float) -> None:

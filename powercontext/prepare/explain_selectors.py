@@ -20,7 +20,7 @@ from powercontext.prepare.builder import (
 )
 from powercontext.prepare.explain import CandidateTrace, Explanation, explain
 from powercontext.prepare.selection import context_candidates
-from powercontext.search.vector_backend import vector_backend
+from powercontext.search import vector_inprocess
 
 PREVIEW_CHARS = 40
 ID_CHARS = 12
@@ -68,14 +68,24 @@ class ExplainReport:
     search_mode: str
     explanation: Explanation
     previews: dict[tuple[str, int], str] | None
-    # The path that ranked vectors (``vector_backend``: "in-process exact", "pgvector", …);
-    # None when the mode used no vectors (fts).
-    vector_search: str | None = None
+    # This process's vector cache after the prepare (``vector_inprocess.cache_stats``: bytes
+    # held, the bound, scopes cached); None when the mode used no vectors (fts).
+    vector_cache: dict[str, int] | None = None
 
     @property
     def head(self) -> str:
         ref = self.explanation.memory_ref
         return f"{ref.artifact_id}@{ref.revision}" if ref is not None else "none (no Memory hit)"
+
+    @property
+    def vector_cache_label(self) -> str | None:
+        """The cache line both renderers show: "vector cache 14.7 of 256 MiB, 1 scope"."""
+        if self.vector_cache is None:
+            return None
+        used = self.vector_cache["bytes"] / vector_inprocess.MIB
+        bound = self.vector_cache["bound_bytes"] / vector_inprocess.MIB
+        scopes = self.vector_cache["scopes"]
+        return f"vector cache {used:.1f} of {bound:g} MiB, {scopes} scope{'' if scopes == 1 else 's'}"
 
     @property
     def budget_percent(self) -> int:
@@ -102,7 +112,7 @@ class ExplainReport:
         body = {
             "scope_id": self.scope_id,
             "search_mode": self.search_mode,
-            "vector_search": self.vector_search,
+            "vector_cache": self.vector_cache,
             **self.explanation.as_dict(),
         }
         if self.previews is not None:
@@ -143,11 +153,11 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
                 for rank, hit in enumerate(found.experience_hits, start=1)
             },
         }
-    vector_path = vector_backend().search if mode in {"vector", "hybrid"} else None
+    cache = vector_inprocess.cache_stats() if mode in {"vector", "hybrid"} else None
     return ExplainReport(
         scope_id=scope_id,
         search_mode=mode,
         explanation=explained,
         previews=previews,
-        vector_search=vector_path,
+        vector_cache=cache,
     )

@@ -29,24 +29,21 @@ every entry at once.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 
+from powercontext.core.background import PerProcess, Runner
 from powercontext.search import embedding
 from powercontext.search.rebuild import missing_vectors, scopes_missing_vectors, store_vectors
 
 logger = logging.getLogger("powercontext.search")
-_T = TypeVar("_T")
 
 BATCH = 64  # entry versions embedded per write transaction (~1 s of model time at most)
 TASK_BATCHES = 16  # batches one Celery task runs before it enqueues itself again
@@ -133,70 +130,61 @@ def _enqueue(scope_id: str) -> None:
 # -- the embedded default's thread -----------------------------------------------------------------
 
 
-class EmbedWorker(threading.Thread):
+class EmbedWorker(Runner):
     """Embeds signalled scopes one batch at a time, round robin; see the module docstring."""
 
+    name = "powercontext-embedder"
+    logger = logger
+    failure = "embedder failed"
+
     def __init__(self) -> None:
-        super().__init__(name="powercontext-embedder", daemon=True)
-        self.pid = os.getpid()
-        self._condition = threading.Condition()
+        super().__init__()
+        self._queue = threading.Condition()
         self._queued: dict[str, None] = {}  # an ordered set
         self._busy: str | None = None
-        self._stopping = False
-        self._ready = threading.Event()  # set once the gaps found at start are queued
-        self._halt = threading.Event()
         self._last_signal = float("-inf")
 
     def submit(self, scope_id: str) -> None:
-        with self._condition:
+        with self._queue:
             self._queued[scope_id] = None
             self._last_signal = time.monotonic()
-            self._condition.notify_all()
+        self.wake()
 
     def wait_idle(self, scope_id: str, timeout: float) -> bool:
         """Wait until the scope is neither queued nor being embedded; False on timeout."""
         deadline = time.monotonic() + timeout
-        if not self._ready.wait(timeout):
+        if not self.started.wait(timeout):
             return False
         timeout = max(0.0, deadline - time.monotonic())
-        with self._condition:
-            return self._condition.wait_for(
+        with self._queue:
+            return self._queue.wait_for(
                 lambda: scope_id not in self._queued and self._busy != scope_id, timeout
             )
 
-    def stop(self, timeout: float | None = None) -> None:
-        self._halt.set()
-        with self._condition:
-            self._stopping = True
-            self._condition.notify_all()
-        self.join(timeout)
+    def on_start(self) -> None:
+        # A process that died left gaps nobody signals again: fill them at the next start.
+        for scope_id in scopes_missing_vectors():
+            self.submit(scope_id)
 
-    def run(self) -> None:
-        self._guarded(self._queue_gaps)
-        self._ready.set()
-        while True:
-            with self._condition:
-                if not self._queued:
-                    connections.close_all()  # idle: this thread's connections only
-                while not self._queued and not self._stopping:
-                    self._condition.wait()
-                if self._stopping:
-                    break
-                scope_id = next(iter(self._queued))
-                del self._queued[scope_id]
-                self._busy = scope_id
-            run: EmbedRun | None = None
-            try:
-                run = self._guarded(
-                    functools.partial(embed_pending, scope_id, before_each=self._yield_to_writers)
-                )
-            finally:
-                with self._condition:
-                    self._busy = None
-                    if run is not None and run.remaining:
-                        self._queued.setdefault(scope_id, None)  # behind the other scopes
-                    self._condition.notify_all()
-        connections.close_all()
+    def step(self) -> bool:
+        """One batch of the next queued scope; the scope goes to the back while it has a gap."""
+        with self._queue:
+            if not self._queued:
+                return False
+            scope_id = next(iter(self._queued))
+            del self._queued[scope_id]
+            self._busy = scope_id
+        run: EmbedRun | None = None
+        try:
+            run = self.guarded(functools.partial(embed_pending, scope_id, before_each=self._yield_to_writers))
+        finally:
+            with self._queue:
+                self._busy = None
+                if run is not None and run.remaining:
+                    self._queued.setdefault(scope_id, None)  # behind the other scopes
+                self._queue.notify_all()
+                more = bool(self._queued)
+        return more
 
     def _yield_to_writers(self) -> None:
         # Writers of this process first: while they keep signalling, pause up to YIELD_SECONDS
@@ -206,47 +194,20 @@ class EmbedWorker(threading.Thread):
         # embedder holding the GIL then stalled the writers; docs/retrieval.md.)
         wait = self._last_signal + YIELD_SECONDS - time.monotonic()
         if wait > 0:
-            self._halt.wait(wait)
-
-    def _queue_gaps(self) -> None:
-        # A process that died left gaps nobody signals again: fill them at the next start.
-        for scope_id in scopes_missing_vectors():
-            self.submit(scope_id)
-
-    def _guarded(self, work: Callable[[], _T]) -> _T | None:
-        try:
-            return work()
-        except Exception as exc:
-            logger.warning("embedder failed error_class=%s", type(exc).__name__)
-            connections.close_all()  # a broken connection must not poison the next batch
-            return None
+            self.pause(wait)
 
 
-_worker_lock = threading.Lock()
-_worker: EmbedWorker | None = None
-_atexit_registered = False
+_workers: PerProcess[EmbedWorker] = PerProcess()
 
 
 def worker() -> EmbedWorker:
     """This process's embedder thread, started on first use (and anew in a forked child)."""
-    global _worker, _atexit_registered
-    with _worker_lock:
-        if _worker is None or _worker.pid != os.getpid() or not _worker.is_alive():
-            _worker = EmbedWorker()
-            _worker.start()
-            if not _atexit_registered:
-                atexit.register(stop_worker)
-                _atexit_registered = True
-        return _worker
+    return _workers.get(EmbedWorker)
 
 
 def stop_worker(timeout: float | None = 10) -> None:
     """Stop this process's embedder thread (at exit; tests). Gaps stay in the database."""
-    global _worker
-    with _worker_lock:
-        current, _worker = _worker, None
-    if current is not None and current.pid == os.getpid():
-        current.stop(timeout)
+    _workers.stop(timeout)
 
 
 def wait_until_embedded(scope_id: str, timeout: float) -> bool:

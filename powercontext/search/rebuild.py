@@ -22,10 +22,9 @@ from powercontext.core.models import (
     MemoryMembership,
 )
 from powercontext.core.recall import is_recallable_experience, recallable_experience_heads
-from powercontext.search import bm25, embedding, vector_pgvector, vectors
+from powercontext.search import bm25, embedding, vector_inprocess, vectors
 from powercontext.search.engines import Engine, engine
 from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
-from powercontext.search.vector_backend import vector_backend
 
 EMBED_BATCH = 256
 
@@ -69,7 +68,6 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
     db = engine()
     written = 0
     rebuild_vectors(scope_id=scope_id)
-    rebuild_pgvector_mirror(scope_id=scope_id)
     for index in INDEXES:
         scopes = [scope_id] if scope_id is not None else index.scopes()
         for scope in scopes:
@@ -102,16 +100,12 @@ class VerifyReport:
     # With POWERCONTEXT_EMBED_WRITES=async a missing vector is the embedder's lag, not damage:
     # counted here instead of ``vectors_missing`` and not making the report fail.
     vectors_pending: int = 0
-    # Which path vector search takes and whether pgvector is installed (``vector_backend``).
-    vector_search: dict[str, object] = field(default_factory=dict)
-    # The pgvector mirror of the vector rows, compared with them when it is set up (else None).
-    mirror: vector_pgvector.Drift | None = None
+    # This process's in-process vector cache: bytes held and the bound (``vector_inprocess``).
+    vector_cache: dict[str, int] = field(default_factory=dict)
 
     @property
     def vectors_ok(self) -> bool:
-        return not (self.vectors_missing or self.vectors_extra or self.vectors_mismatched) and (
-            self.mirror is None or self.mirror.ok
-        )
+        return not (self.vectors_missing or self.vectors_extra or self.vectors_mismatched)
 
     @property
     def ok(self) -> bool:
@@ -133,8 +127,7 @@ class VerifyReport:
                 "extra": self.vectors_extra,
                 "mismatched": self.vectors_mismatched,
                 "pending": self.vectors_pending,
-                **self.vector_search,
-                **({} if self.mirror is None else {"pgvector_mirror": self.mirror.as_dict()}),
+                "cache": dict(self.vector_cache),
             },
         }
 
@@ -190,8 +183,7 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
 
     The report carries counts only: no scope ids, entry ids or text.
     """
-    backend = vector_backend()
-    report = VerifyReport(vector_search=backend.as_dict())
+    report = VerifyReport(vector_cache=vector_inprocess.cache_stats())
     db = engine()
     drifted = {index.name: _verify(index, scope_id, report, db) for index in INDEXES}
     model = embedding.embedder()
@@ -199,8 +191,6 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
     if model is not None:
         _verify_vectors(scope_id, report, model.model_id)
         _verify_experience_vectors(scope_id, report, model.model_id)
-    if backend.pgvector_set_up:
-        report.mirror = vector_pgvector.compare(scope_id)
     broken = []
     for index in INDEXES:
         problems = db.engine_problems(index)
@@ -210,7 +200,6 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
     if repair and (not report.ok or report.vectors_pending):
         if not report.vectors_ok or report.vectors_pending:
             rebuild_vectors(scope_id=scope_id)
-            rebuild_pgvector_mirror(scope_id=scope_id)
         for index in INDEXES:
             for scope in sorted(drifted[index.name]):
                 _rebuild_scope(index, scope, db, None)
@@ -223,20 +212,6 @@ def verify_index(*, scope_id: str | None = None, repair: bool = False) -> Verify
 
 
 # -- the vector index ------------------------------------------------------------------------------
-
-
-def rebuild_pgvector_mirror(*, scope_id: str | None = None) -> int:
-    """Set up the pgvector side tables when the extension is installed and
-    ``POWERCONTEXT_VECTOR_SEARCH`` is ``pgvector`` (create and fill), or bring existing ones in
-    line with the vector rows; returns the rows copied. Nothing happens without the extension (``vector_pgvector``)."""
-    backend = vector_backend()
-    if backend.pgvector is None:
-        return 0
-    if backend.pgvector_set_up:
-        return vector_pgvector.sync(scope_id)
-    if settings.POWERCONTEXT_VECTOR_SEARCH == "pgvector":
-        return vector_pgvector.setup()
-    return 0
 
 
 def _expected_vectors(scope_id: str | None) -> Iterator[tuple[int, str, str]]:
@@ -459,7 +434,6 @@ def store_vectors(
         ]
         MemoryEntryVector.objects.bulk_create(rows, ignore_conflicts=True)
         stored = len(rows) + _store_experience_vectors(model, experience)
-        vector_pgvector.mirror(entry_version_ids=list(memory), head_ids=list(experience))
     return stored
 
 

@@ -1,4 +1,5 @@
-"""Exact vector search in process: the path used when the database offers none of its own.
+"""Exact vector search in process: the one vector search path, on both databases
+(docs/decisions.md).
 
 A scope's Memory vectors are read once into one float32 matrix and cached by (head revision,
 largest vector id): any write moves the head and any rebuild adds rows, so a stale matrix is
@@ -14,17 +15,18 @@ and the content of the best heads of the cached ranking; a head is kept only whi
 recallable at the revision its vector was computed for. After a change only the rows added
 since are read, and the ranking is done again.
 
-Both caches are bounded alike (``_ScopeLRU``: ``CACHE_SCOPES`` scopes and ``CACHE_MAX_VECTORS``
-vectors each, least recently used first out).
+Both caches share one bound in bytes (``POWERCONTEXT_VECTOR_CACHE_MB``; ``_ScopeLRU``): least
+recently used scopes' entries go first; an entry larger than the whole bound is used for the call
+that read it and not kept. ``cache_stats`` reports the bytes held and the bound.
 
-The two ranking functions are the interface every vector search path implements
-(``powercontext.search.vector_backend`` chooses one): ``rank_memory`` returns the head revision
-the ranking saw and (membership id, score) pairs, best first, ties by membership id;
-``rank_experience`` returns Experience rows, best first, ties by head pk.
+``rank_memory`` returns the head revision the ranking saw and (membership id, score) pairs, best
+first, ties by membership id; ``rank_experience`` returns Experience rows, best first, ties by
+head pk.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -33,6 +35,7 @@ from itertools import compress
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from powercontext.core.models import (
@@ -48,54 +51,119 @@ from powercontext.core.recall import recallable_experience_sql
 from powercontext.search import embedding
 from powercontext.search.queries import ExperienceSearchRow, experience_row
 
-CACHE_SCOPES = 32
-CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
-
+MIB = 1024 * 1024
 
 _V = TypeVar("_V")
 
 
-class _ScopeLRU(Generic[_V]):
-    """Cached values per scope, least recently used evicted first once there are more than
-    ``CACHE_SCOPES`` or they hold more than ``CACHE_MAX_VECTORS`` vectors (the entry just put
-    stays even alone above that bound). Values are immutable; the lock guards the dict only."""
+def cache_bound_bytes() -> int:
+    """The bound of both caches together, in bytes (``POWERCONTEXT_VECTOR_CACHE_MB``)."""
+    return int(settings.POWERCONTEXT_VECTOR_CACHE_MB) * MIB
 
-    def __init__(self, size: Callable[[_V], int]) -> None:
+
+def _nbytes(*parts: object) -> int:
+    """The memory an entry holds: its arrays' buffers, and its other fields as Python objects
+    (a tuple of ints counts the tuple and each int)."""
+    total = 0
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            total += part.nbytes
+        elif isinstance(part, tuple):
+            total += sys.getsizeof(part) + sum(sys.getsizeof(item) for item in part)
+        else:
+            total += sys.getsizeof(part)
+    return total
+
+
+class _Entries:
+    """The entries of both caches in one least-recently-used order, keyed by (cache, scope id),
+    each with its size in bytes (computed once, when put). The lock guards the dict and the sum;
+    the values are immutable."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
+        self.bytes = 0
+        self.too_large = 0  # entries not kept because each alone was larger than the bound
+        self.lock = threading.Lock()
+
+    def pop(self, key: tuple[str, str]) -> None:
+        """Remove one entry; the caller holds the lock."""
+        _, size = self.entries.pop(key)
+        self.bytes -= size
+
+    def put(self, key: tuple[str, str], value: Any, size: int) -> None:
+        bound = cache_bound_bytes()
+        with self.lock:
+            if key in self.entries:
+                self.pop(key)
+            if size <= bound:
+                self.entries[key] = (value, size)
+                self.bytes += size
+            else:
+                self.too_large += 1
+            while self.bytes > bound:
+                self.pop(next(iter(self.entries)))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.bytes = 0
+            self.too_large = 0
+
+
+_entries = _Entries()
+
+
+class _ScopeLRU(Generic[_V]):
+    """One cache's view of ``_entries``: its values per scope."""
+
+    def __init__(self, name: str, size: Callable[[_V], int]) -> None:
+        self._name = name
         self._size = size
-        self._entries: OrderedDict[str, _V] = OrderedDict()
-        self._lock = threading.Lock()
 
     def get(self, scope_id: str) -> _V | None:
-        with self._lock:
-            value = self._entries.get(scope_id)
-            if value is not None:
-                self._entries.move_to_end(scope_id)
+        key = (self._name, scope_id)
+        with _entries.lock:
+            found = _entries.entries.get(key)
+            if found is None:
+                return None
+            _entries.entries.move_to_end(key)
+            value: _V = found[0]
             return value
 
     def __getitem__(self, scope_id: str) -> _V:
-        with self._lock:
-            return self._entries[scope_id]
+        with _entries.lock:
+            value: _V = _entries.entries[(self._name, scope_id)][0]
+            return value
 
     def __contains__(self, scope_id: object) -> bool:
-        with self._lock:
-            return scope_id in self._entries
+        with _entries.lock:
+            return (self._name, scope_id) in _entries.entries
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        with _entries.lock:
+            return sum(1 for name, _ in _entries.entries if name == self._name)
 
     def put(self, scope_id: str, value: _V) -> None:
-        with self._lock:
-            self._entries[scope_id] = value
-            self._entries.move_to_end(scope_id)
-            while len(self._entries) > CACHE_SCOPES or (
-                len(self._entries) > 1 and sum(map(self._size, self._entries.values())) > CACHE_MAX_VECTORS
-            ):
-                self._entries.popitem(last=False)
+        _entries.put((self._name, scope_id), value, self._size(value))
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        with _entries.lock:
+            for key in [key for key in _entries.entries if key[0] == self._name]:
+                _entries.pop(key)
+
+
+def cache_stats() -> dict[str, int]:
+    """What the vector cache of this process holds: ``bytes`` (Memory and Experience entries
+    together) against ``bound_bytes``, the ``scopes`` with an entry (counts only, no ids), and
+    ``too_large``: entries not kept since the last clear because each alone exceeded the bound."""
+    with _entries.lock:
+        return {
+            "bytes": _entries.bytes,
+            "bound_bytes": cache_bound_bytes(),
+            "scopes": len({scope for _, scope in _entries.entries}),
+            "too_large": _entries.too_large,
+        }
 
 
 @dataclass(frozen=True)
@@ -106,12 +174,13 @@ class _ScopeVectors:
     matrix: np.ndarray[Any, np.dtype[np.float32]]
 
 
-_cache: _ScopeLRU[_ScopeVectors] = _ScopeLRU(lambda v: len(v.membership_ids))
+_cache: _ScopeLRU[_ScopeVectors] = _ScopeLRU(
+    "memory", lambda v: _nbytes(v.revision, v.max_id, v.membership_ids, v.matrix)
+)
 
 
 def clear_cache() -> None:
-    _cache.clear()
-    _experience_cache.clear()
+    _entries.clear()
 
 
 def _head_and_max_id(scope_id: str) -> tuple[int, int]:
@@ -234,7 +303,12 @@ class _ScopeExperience:
     matrix: np.ndarray[Any, np.dtype[np.float32]]
 
 
-_experience_cache: _ScopeLRU[_ScopeExperience] = _ScopeLRU(lambda v: len(v.head_pks))
+_experience_cache: _ScopeLRU[_ScopeExperience] = _ScopeLRU(
+    "experience",
+    lambda v: _nbytes(
+        v.model_id, v.key, v.key_text, v.vector_ids, v.head_pks, v.revisions, v.artifact_ids, v.matrix
+    ),
+)
 
 # The key: the scope's vector ids as one comma-separated text, aggregated in the database (SQLite
 # reads them from the scope index alone). Equal texts are equal sets of ids whatever the order.

@@ -5,12 +5,10 @@ written after commit by the embedder (``pending``; or by the writers' transactio
 ``POWERCONTEXT_EMBED_WRITES=sync``) when the model is available, rebuilt and verified with the
 other indexes (``rebuild``). Entries without a vector yet are invisible to vector search only.
 
-Search is exact. The ranking comes from the database's vector search path, chosen by
-``vector_backend`` (by default in process over a cached per-scope matrix: ``vector_inprocess``;
-when asked for, sqlite-vec in SQLite: ``vector_sqlitevec``, or pgvector in SQL over side tables
-that mirror the vector rows: ``vector_pgvector``, whose ``mirror`` every insert path calls in its
-transaction). Hits are then read by one statement that re-checks that each is still active in
-the head and reads the head revision, so all hits cite the revision the ranking saw.
+Search is exact, ranked in process over a cached per-scope matrix (``vector_inprocess``; the
+one path on both databases: docs/decisions.md). Hits are then read by one statement that
+re-checks that each is still active in the head and reads the head revision, so all hits cite
+the revision the ranking saw.
 
 ``hybrid`` is reciprocal-rank fusion of the ``fts`` and ``vector`` rankings.
 
@@ -35,7 +33,7 @@ from powercontext.core.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
-from powercontext.search import embedding, vector_backend, vector_inprocess, vector_pgvector
+from powercontext.search import embedding, vector_inprocess
 from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow, search_context, search_memory
 
 FTS_MODES = ("auto", "fts")
@@ -83,7 +81,6 @@ def add_vectors(versions: Iterable[MemoryEntryVersion | tuple[int, str, str]]) -
     ]
     MemoryEntryVector.objects.filter(entry_version_id__in=[pk for pk, _, _ in items]).delete()
     MemoryEntryVector.objects.bulk_create(rows)
-    vector_pgvector.mirror(entry_version_ids=[pk for pk, _, _ in items])
     return len(rows)
 
 
@@ -101,7 +98,6 @@ def add_experience_vector(head: Artifact) -> int:
         model=model.model_id,
         vector=embedding.to_bytes(model.embed(head.searchable_text)),
     )
-    vector_pgvector.mirror(head_ids=[head.pk])
     return 1
 
 
@@ -156,15 +152,14 @@ def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemorySea
 def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
     """The ``limit`` active entries of the scope's current head nearest to the query (cosine;
     ties by membership id), citing one head revision. Empty when the model is unavailable.
-    The ranking comes from the database's vector search path (``vector_backend.ranker``)."""
+    The ranking is ``vector_inprocess.rank_memory``."""
     model = embedding.embedder()
     if model is None or limit < 1:
         return []
     query_vector = model.embed_query(query)
-    ranker = vector_backend.ranker()
     rows: list[MemorySearchRow] = []
     for _ in range(3):  # a write between the ranking and the rows: read again
-        ranking = ranker.rank_memory(scope_id, model.model_id, query_vector, limit)
+        ranking = vector_inprocess.rank_memory(scope_id, model.model_id, query_vector, limit)
         if ranking is None or not ranking[1]:
             return []
         revision, ranked = ranking
@@ -181,11 +176,11 @@ def vector_search_experience(scope_id: str, query: str, limit: int) -> list[Expe
     model = embedding.embedder()
     if model is None or limit < 1:
         return []
-    return vector_backend.ranker().rank_experience(scope_id, model.model_id, model.embed_query(query), limit)
+    return vector_inprocess.rank_experience(scope_id, model.model_id, model.embed_query(query), limit)
 
 
 def clear_cache() -> None:
-    """Forget every vector search path's cached state (tests, rebuild)."""
+    """Forget the cached vectors (tests, rebuild)."""
     vector_inprocess.clear_cache()
 
 

@@ -332,4 +332,7 @@ def candidates_decide_bulk(
 
 
 # Claims ("Assign to me") are their own small service; re-exported so callers use one module.
-from review.services.claims import ClaimChanged, ClaimOutcome, candidate_claim, candidate_unclaim  # noqa: E402, F401
+from review.services.claims import ClaimChanged as ClaimChanged  # noqa: E402
+from review.services.claims import ClaimOutcome as ClaimOutcome  # noqa: E402
+from review.services.claims import candidate_claim as candidate_claim  # noqa: E402
+from review.services.claims import candidate_unclaim as candidate_unclaim  # noqa: E402

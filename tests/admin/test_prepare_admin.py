@@ -155,7 +155,8 @@ def test_it_shows_each_candidate_decision_with_bytes_and_the_budget_used(
     assert re.search(r'id="admitted-count">3<', html)
     assert "memory@" in html  # the Memory head read
     mode = re.search(r"search mode</th><td>(.*?)</td>", html).group(1)
-    assert mode in {"hybrid (vectors ranked: in-process exact)", "fts"}  # the path that ranked vectors
+    # In hybrid mode, this process's vector cache after the prepare: bytes against the bound.
+    assert re.fullmatch(r"hybrid \(vector cache \d+\.\d of 256 MiB, \d+ scopes?\)", mode) or mode == "fts"
     # Text is off by default: neither hit text nor the query is on the page.
     assert "tuesdays" not in html and "checklist" not in html and "release" not in html
     assert "quokka" not in html.split('id="explain-summary"', 1)[1]

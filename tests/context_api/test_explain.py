@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from typing import Any
 
@@ -217,8 +218,14 @@ def test_the_command_lists_each_candidate_with_its_decision(ops_scope) -> None:
 
     assert body["scope_id"] == "ops" and body["max_bytes"] == 1200
     assert body["search_mode"] in {"fts", "hybrid"}
-    # Which path ranked the vectors (by default in process), or none when no vectors were used.
-    assert body["vector_search"] == ("in-process exact" if body["search_mode"] == "hybrid" else None)
+    # The in-process vector cache after the prepare (bytes against the bound), or none when no
+    # vectors were used.
+    cache = body["vector_cache"]
+    if body["search_mode"] == "hybrid":
+        assert cache["bound_bytes"] == 256 * 1024 * 1024 and cache["scopes"] >= 1
+        assert 0 < cache["bytes"] <= cache["bound_bytes"] and cache["too_large"] == 0
+    else:
+        assert cache is None
     assert body["memory_ref"]["family"] == "memory" and body["status"] == "ready"
     assert 1100 < body["content_bytes"] <= 1200 and body["admitted"] == 2
     rows = body["candidates"]
@@ -243,7 +250,9 @@ def test_the_table_shows_sizes_and_short_ids_and_text_only_on_request(ops_scope)
     shown = run("--scope", "ops", "--query", "deploy", "--max-bytes", "1200", "--show-text")
 
     assert "max_bytes 1200" in table and "admitted 2" in table
-    assert ("search hybrid (vectors: in-process exact)" in table) or ("search fts  " in table)
+    assert re.search(r"search hybrid \(vector cache \d+\.\d of 256 MiB, \d+ scopes?\)  ", table) or (
+        "search fts  " in table
+    )
     assert "duplicate of #1" in table and "skipped: over_budget" in table and "truncated(budget)" in table
     assert "tuesdays" not in table and "checklist" not in table
     entry_id = ops_scope[SHORT]["citation"]["entry_id"]

@@ -17,7 +17,13 @@ from powercontext.celery import app as celery_app
 # that do not load the URLconf (``--help``, most commands) do not load NumPy or secret detectors.
 HEAVY = ("onnxruntime", "tokenizers", "mcp")
 # powercontext.search is an app (its package loads, its names on first use); its engines must not.
-WITHOUT_URLS = (*HEAVY, "numpy", "detect_secrets", "powercontext.search.engines", "powercontext.search.vectors")
+WITHOUT_URLS = (
+    *HEAVY,
+    "numpy",
+    "detect_secrets",
+    "powercontext.search.engines",
+    "powercontext.search.vectors",
+)
 
 _PROBE = """
 import json, runpy, sys

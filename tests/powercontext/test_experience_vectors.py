@@ -419,20 +419,18 @@ def test_a_warm_call_reads_the_same_number_of_statements_at_5_and_50_heads() -> 
 
 
 @pytest.mark.django_db
-def test_the_experience_cache_is_bounded_like_memorys(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_experience_cache_is_bounded_in_bytes_like_memorys(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(5)
     query = unit(rng)
     for scope in ("s1", "s2", "s3"):
         seed_heads(scope, 3, rng, start=100 * int(scope[1]))
-    monkeypatch.setattr(vector_inprocess, "CACHE_SCOPES", 2)
-    for scope in ("s1", "s2", "s1", "s3"):  # s2 is the least recently used when s3 arrives
+    vector_inprocess.rank_experience("s1", embedding.MODEL_ID, query, 2)
+    one = vector_inprocess.cache_stats()["bytes"]  # one scope of 3 heads
+    assert one >= 3 * embedding.DIMENSIONS * 4  # at least its float32 matrix
+    monkeypatch.setattr(vector_inprocess, "cache_bound_bytes", lambda: 2 * one + one // 2)  # two fit
+    for scope in ("s2", "s1", "s3"):  # s2 is the least recently used when s3 arrives
         vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query, 2)
     assert len(vector_inprocess._experience_cache) == 2
     assert vector_inprocess._experience_cache.get("s2") is None
     assert vector_inprocess._experience_cache.get("s1") is not None
-
-    monkeypatch.setattr(vector_inprocess, "CACHE_SCOPES", 32)
-    monkeypatch.setattr(vector_inprocess, "CACHE_MAX_VECTORS", 5)  # one scope of 3 fits, not two
-    vector_inprocess.rank_experience("s2", embedding.MODEL_ID, query, 2)
-    assert len(vector_inprocess._experience_cache) == 1
-    assert vector_inprocess._experience_cache.get("s2") is not None
+    assert vector_inprocess.cache_stats()["bytes"] <= 2 * one + one // 2

@@ -1,29 +1,19 @@
 """The Memory vector index: written with entries, searched exactly per scope, fused with full
 text, rebuilt and verified with the other indexes, and skipped (never failing a write) when the
-model is unavailable. Runs on both databases, on the database's own vector search path (sqlite-vec on
-SQLite) and on the in-process one."""
+model is unavailable. Runs on both databases."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from powercontext import search
 from powercontext.core.models import MemoryEntryVector
 from powercontext.memory import services as memory_services
 from powercontext.memory.selectors import memory_search
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import (
-    embedding,
-    vector_backend,
-    vector_inprocess,
-    vector_pgvector,
-    vector_sqlitevec,
-    vectors,
-)
-from tests.conftest import EXPECT_PGVECTOR
+from powercontext.search import embedding, vector_inprocess, vectors
 from tests.powercontext.factories import citation_of, make_memory
 
 PAINTING = "Ann painted a sunrise over the lake"
@@ -36,25 +26,6 @@ FILLER = [
 ]
 # Shares no word (and no stem) with PAINTING: only the vector ranking can find it.
 PARAPHRASE = "artwork of the morning sky"
-
-
-@pytest.fixture(params=["database", "in-process"])
-def vector_path(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Run a test on the database's own vector search path (sqlite-vec on SQLite when loaded,
-    pgvector on PostgreSQL when set up) and on the in-process one, and check the path taken is the one asked
-    for."""
-    sqlite = connection.vendor == "sqlite"
-    setting = {"database": "sqlite-vec" if sqlite else "pgvector"}.get(request.param, "in-process")
-    settings.POWERCONTEXT_VECTOR_SEARCH = setting
-    vector_backend.forget_detection()
-    chosen = vector_backend.ranker()
-    if setting == "in-process":
-        assert chosen is vector_inprocess
-    elif sqlite and getattr(connection, "sqlite_vec_version", None):
-        assert chosen is vector_sqlitevec
-    elif EXPECT_PGVECTOR:
-        assert chosen is vector_pgvector
-    return setting
 
 
 def seed(scope: str = "vec") -> list[memory_services.MemoryMutation]:
@@ -78,7 +49,6 @@ def test_each_active_entry_version_gets_one_unit_vector_at_write_time(embeddings
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_vector_search_finds_a_paraphrase_that_full_text_misses(embeddings: Any) -> None:
     seed()
 
@@ -92,7 +62,6 @@ def test_vector_search_finds_a_paraphrase_that_full_text_misses(embeddings: Any)
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_hybrid_fuses_both_rankings_and_cites_one_head(embeddings: Any) -> None:
     mutations = seed()
     make_memory("vec", "the lake froze in january")
@@ -108,7 +77,6 @@ def test_hybrid_fuses_both_rankings_and_cites_one_head(embeddings: Any) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_auto_means_hybrid_when_the_model_is_available(embeddings: Any) -> None:
     seed()
 
@@ -119,7 +87,6 @@ def test_auto_means_hybrid_when_the_model_is_available(embeddings: Any) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_new_revised_and_retired_entries_are_seen_by_the_next_vector_search(embeddings: Any) -> None:
     mutations = seed()
     assert texts(search.vector_search_memory("vec", PARAPHRASE, 1)) == [PAINTING]
@@ -142,7 +109,6 @@ def test_new_revised_and_retired_entries_are_seen_by_the_next_vector_search(embe
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_vectors_never_cross_scopes(embeddings: Any) -> None:
     alpha = seed("alpha")
     make_memory("Alpha", "a sketch of the evening sky")
@@ -157,7 +123,6 @@ def test_vectors_never_cross_scopes(embeddings: Any) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_prepare_candidates_come_from_hybrid_search(embeddings: Any) -> None:
     seed()
 
@@ -173,7 +138,6 @@ def test_prepare_candidates_come_from_hybrid_search(embeddings: Any) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("vector_path")
 def test_verify_detects_missing_extra_and_damaged_vectors_and_repair_fixes_them(embeddings: Any) -> None:
     mutations = seed()
     assert search.verify_index().ok
@@ -301,10 +265,7 @@ def test_fusion_weights_ranks_and_merges_channels() -> None:
 
 
 @pytest.mark.django_db
-def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(
-    embeddings: Any, settings: Any
-) -> None:
-    settings.POWERCONTEXT_VECTOR_SEARCH = "in-process"  # the cache is the in-process path's
+def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embeddings: Any) -> None:
     mutations = seed()
     assert search.vector_search_memory("vec", PARAPHRASE, 1)  # cache the matrix
     head = mutations[-1].revision

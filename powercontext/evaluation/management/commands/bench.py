@@ -17,14 +17,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
-from django.test import override_settings
 
 from powercontext import search
 from powercontext.evaluation.bench.common import SCOPE, Corpus, percentile, timed
 from powercontext.memory.selectors import memory_search
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
-from powercontext.search import embedding, pending, vector_backend, vector_inprocess, vectors
+from powercontext.search import embedding, pending, vector_inprocess
 
 
 class Command(BaseCommand):
@@ -132,9 +131,9 @@ class Command(BaseCommand):
             row["seed_remembers_per_second"] = round(seed_count / seed_seconds, 1) if seed_seconds else None
             row["prepare_p50_ms"] = round(statistics.median(prepares), 3)
             row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
-            paths = _vector_paths(prepare, queries[:samples])
-            if paths is not None:
-                row["vector_paths"] = paths
+            # The in-process vector cache this process holds after the prepares (the scope's
+            # Memory matrix and Experience rows; POWERCONTEXT_VECTOR_CACHE_MB bounds it).
+            row["vector_cache_bytes"] = vector_inprocess.cache_stats()["bytes"]
             results["sizes"][str(size)] = row
             self.stdout.write(json.dumps({str(size): row}))
         started = time.perf_counter()
@@ -147,7 +146,6 @@ class Command(BaseCommand):
             for key in small
             if key.endswith("_ms") and small[key] > 0
         }
-        results["driver"] = _sqlite_driver()
         self.stdout.write(json.dumps({"store": results}))
         return results
 
@@ -156,66 +154,3 @@ def _prepare_callable() -> Callable[[str, str], Any]:
     """The prepare path, measured next to search."""
     app = ScopedContextApplication()
     return lambda scope, query: app.prepare(PrepareRequest(scope_id=scope, query=query, max_bytes=8000))
-
-
-def _sqlite_driver() -> str | None:
-    if connection.vendor != "sqlite":
-        return None
-    from powercontext.db.sqlite3 import base
-
-    return base.driver()
-
-
-def _vector_paths(prepare: Callable[[str, str], Any], queries: list[str]) -> dict[str, Any] | None:
-    """Prepare (hybrid) and the bare Memory ranking with the database's own vector path
-    (sqlite-vec loaded into SQLite, or pgvector set up in PostgreSQL) against the in-process
-    path, interleaved call by call (alternating which goes first) on the same warm query vectors;
-    None when the database has neither."""
-    model = embedding.embedder()
-    backend = vector_backend.vector_backend()
-    if model is None:
-        return None
-    if backend.sqlite_vec is not None:
-        own, version = "sqlite-vec", backend.sqlite_vec
-    elif backend.pgvector_set_up:
-        own, version = "pgvector", backend.pgvector
-    else:
-        return None
-    paths = {own: own, "in-process": "in-process"}
-    prepares: dict[str, list[float]] = {name: [] for name in paths}
-    ranks: dict[str, list[float]] = {name: [] for name in paths}
-    for setting in paths.values():  # warm each path (the in-process matrix cache) untimed
-        with override_settings(POWERCONTEXT_VECTOR_SEARCH=setting):
-            prepare(SCOPE, queries[0])
-    for i, query in enumerate(queries):
-        query_vector = model.embed_query(query)
-        order = list(paths.items()) if i % 2 == 0 else list(reversed(paths.items()))
-        for name, setting in order:
-            with override_settings(POWERCONTEXT_VECTOR_SEARCH=setting):
-                ranker = vector_backend.ranker()
-                started = time.perf_counter()
-                prepare(SCOPE, query)
-                prepares[name].append((time.perf_counter() - started) * 1000)
-                started = time.perf_counter()
-                ranker.rank_memory(SCOPE, model.model_id, query_vector, vectors.FUSION_DEPTH)
-                ranks[name].append((time.perf_counter() - started) * 1000)
-    result: dict[str, Any] = {"path": own, "version": version}
-    # What the database's path never pays: the in-process path's first ranking in a process
-    # (or after a rebuild) reads the scope's whole matrix.
-    vectors.clear_cache()
-    started = time.perf_counter()
-    vector_inprocess.rank_memory(SCOPE, model.model_id, model.embed_query(queries[0]), vectors.FUSION_DEPTH)
-    result["in_process_first_rank_ms"] = round((time.perf_counter() - started) * 1000, 3)
-    for name in paths:
-        result[name] = {
-            "prepare_p50_ms": round(statistics.median(prepares[name]), 3),
-            "prepare_p95_ms": round(percentile(prepares[name], 0.95), 3),
-            "rank_p50_ms": round(statistics.median(ranks[name]), 3),
-            "rank_p95_ms": round(percentile(ranks[name], 0.95), 3),
-        }
-    for key in ("prepare_p50_ms", "prepare_p95_ms", "rank_p50_ms", "rank_p95_ms"):
-        base = result["in-process"][key]
-        result[f"{key.removesuffix('_ms')}_{own.replace('-', '_')}_vs_in_process"] = (
-            round(result[own][key] / base, 2) if base else None
-        )
-    return result

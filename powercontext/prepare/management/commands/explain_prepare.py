@@ -60,7 +60,7 @@ class Command(BaseCommand):
 
     def write_table(self, report: ExplainReport) -> None:
         prepared = report.explanation.prepared
-        vectors = f" (vectors: {report.vector_search})" if report.vector_search else ""
+        vectors = f" ({report.vector_cache_label})" if report.vector_cache_label else ""
         self.stdout.write(
             f"scope {report.scope_id}  search {report.search_mode}{vectors}  memory head {report.head}"
         )

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from powercontext import search
-from powercontext.search.vector_backend import vector_backend
+from powercontext.search import vector_inprocess
 
 
 class Command(BaseCommand):
@@ -42,4 +42,5 @@ class Command(BaseCommand):
         ) as bar:
             written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
-        self.stdout.write(vector_backend().describe())
+        bound = vector_inprocess.cache_bound_bytes() / vector_inprocess.MIB
+        self.stdout.write(f"vector search: in-process exact; cache bound per process {bound:g} MiB")

@@ -1,1 +1,0 @@
-"""Database backends of PowerContext."""
