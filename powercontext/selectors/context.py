@@ -3,9 +3,17 @@ returned as the pure builder's own input dataclasses (one shape change, not thre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from context_api.builder import ArtifactRef, ExperienceHit, MemoryHit
+from context_api.builder import (
+    EXPERIENCE_FAMILY,
+    MEMORY_FAMILY,
+    ArtifactRef,
+    Decision,
+    ExperienceHit,
+    MemoryHit,
+    window,
+)
 from powercontext import search
 from powercontext.families import MEMORY_ARTIFACT_ID, Family
 from powercontext.selectors.experience import experience_hit
@@ -14,11 +22,13 @@ from powercontext.selectors.experience import experience_hit
 @dataclass(frozen=True)
 class ContextCandidates:
     """What the builder needs: the head the Memory hits cite (None: no Memory hit) and the
-    ranked hits of both sources."""
+    ranked hits of both sources; ``dropped``: hits selection read and did not pass on (skip
+    decisions with selection's reason), so that an explanation still shows them."""
 
     memory_ref: ArtifactRef | None
     memory_hits: list[MemoryHit]
     experience_hits: list[ExperienceHit]
+    dropped: tuple[Decision, ...] = field(default_factory=tuple)
 
 
 def memory_ref(revision: int) -> ArtifactRef:
@@ -52,8 +62,15 @@ def context_candidates(
     memory_rows, experience_rows = find(
         scope_id, query, memory_limit=memory_limit, experience_limit=experience_limit
     )
+    memory_hits, memory_dropped = window(
+        MEMORY_FAMILY, [memory_hit(row) for row in memory_rows], memory_limit
+    )
+    experience_hits, experience_dropped = window(
+        EXPERIENCE_FAMILY, [experience_hit(row) for row in experience_rows], experience_limit
+    )
     return ContextCandidates(
         memory_ref=memory_ref(memory_rows[0].head_revision) if memory_rows else None,
-        memory_hits=[memory_hit(row) for row in memory_rows],
-        experience_hits=[experience_hit(row) for row in experience_rows],
+        memory_hits=list(memory_hits),
+        experience_hits=list(experience_hits),
+        dropped=(*memory_dropped, *experience_dropped),
     )

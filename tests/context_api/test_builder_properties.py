@@ -133,7 +133,7 @@ def build(head, memories, experiences, max_bytes) -> PreparedContext:
         memory_hits=memories,
         experience_hits=experiences,
         max_bytes=max_bytes,
-    )
+    ).context
 
 
 def experience_source(content: ExperienceContent) -> str:
