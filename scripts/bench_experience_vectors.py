@@ -33,7 +33,7 @@ from django.db import connection, transaction  # noqa: E402
 
 from powercontext.models import Artifact, ArtifactRevision, ExperienceVector  # noqa: E402
 from powercontext.search import embedding, vector_inprocess  # noqa: E402
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql  # noqa: E402
+from powercontext.selectors.artifacts import EXPERIENCE_FAMILY  # noqa: E402
 
 SIZES = (50, 500)
 SAMPLES = 200
@@ -52,7 +52,7 @@ _UNCACHED_SQL = (
     f" FROM {ExperienceVector._meta.db_table} x"
     f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND a.recallable"
 )
 
 

@@ -27,7 +27,7 @@ from powercontext.models import (
 from powercontext.search import bm25
 from powercontext.search.engines import Engine, engine, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
-from powercontext.selectors.artifacts import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.selectors.artifacts import EXPERIENCE_FAMILY
 
 
 def _score(raw: float) -> float:
@@ -147,7 +147,7 @@ _EXPERIENCE_QUERY = _Ranked(
     },
     f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision",
-    f"a.scope_id = %s AND {recallable_experience_sql('a')}",
+    "a.scope_id = %s AND a.recallable",
 )
 
 

@@ -46,7 +46,6 @@ from powercontext.models import (
 )
 from powercontext.search import embedding
 from powercontext.search.queries import ExperienceSearchRow, experience_row
-from powercontext.selectors.artifacts import recallable_experience_sql
 
 CACHE_SCOPES = 32
 CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
@@ -248,7 +247,7 @@ _IDS_AGGREGATE = {
 _EXPERIENCE_HITS_SQL = (
     f"SELECT a.id, a.current_revision, r.content FROM {Artifact._meta.db_table} a"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE a.scope_id = %s AND {recallable_experience_sql('a')} AND a.id IN ({{pks}})"
+    f" WHERE a.scope_id = %s AND a.recallable AND a.id IN ({{pks}})"
 )
 _EXPERIENCE_ROWS_SQL = (
     f"SELECT x.id, x.head_id, x.revision, x.model, a.artifact_id, x.vector"

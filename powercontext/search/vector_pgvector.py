@@ -43,7 +43,6 @@ from powercontext.models import (
 )
 from powercontext.search import embedding, vector_inprocess
 from powercontext.search.queries import ExperienceSearchRow, experience_row
-from powercontext.selectors.artifacts import recallable_experience_sql
 
 logger = logging.getLogger("powercontext.search")
 
@@ -351,7 +350,7 @@ _EXPERIENCE_SQL = (
     f" JOIN {Artifact._meta.db_table} a ON a.id = p.head_id AND a.current_revision = p.revision"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
     f" WHERE p.scope_id = %(scope)s AND a.scope_id = %(scope)s AND p.model = %(model)s"
-    f" AND {recallable_experience_sql('a')}"
+    " AND a.recallable"
     f" ORDER BY distance, a.id LIMIT %(limit)s"
 )
 

@@ -29,7 +29,6 @@ from powercontext.models import (
 )
 from powercontext.search import embedding
 from powercontext.search.queries import ExperienceSearchRow, experience_row
-from powercontext.selectors.artifacts import recallable_experience_sql
 
 # Cosine distance in [0, 2]; NULL (a zero vector) counts as orthogonal, like the in-process dot.
 _DISTANCE = "COALESCE(vec_distance_cosine(x.vector, %s), 1.0)"
@@ -82,7 +81,7 @@ _EXPERIENCE_SQL = (
     f" FROM {ExperienceVector._meta.db_table} x"
     f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND a.recallable"
     f" ORDER BY distance, a.id LIMIT %s"
 )
 
