@@ -48,12 +48,18 @@ the request, so an out-of-range value reaching the builder is a Runtime bug, i.e
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
 from powercontext.families import EXPERIENCE, Family
+
+# The builder's input types: the hit types search returns (one definition, re-exported here).
+from powercontext.hits import ArtifactRef as ArtifactRef
+from powercontext.hits import ExperienceContent as ExperienceContent
+from powercontext.hits import ExperienceHit as ExperienceHit
+from powercontext.hits import MemoryHit as MemoryHit
 
 MEMORY_CANDIDATE_WINDOW = 16
 MEMORY_ITEM_LIMIT = 8
@@ -105,47 +111,6 @@ class BuilderInvariantError(Exception):
 
     Messages are generic on purpose: they never contain hit text, ids, scope or query.
     """
-
-
-@dataclass(frozen=True)
-class ArtifactRef:
-    family: str
-    artifact_id: str
-    revision: int
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    memory_ref: ArtifactRef | None
-    entry_id: str
-    entry_version_id: str
-    text: str
-    # Search order is the ranking; score and channels are never rendered.
-    score: float = 0.0
-    matched_by: tuple[str, ...] = ("fts",)
-
-
-@dataclass(frozen=True)
-class ExperienceContent:
-    """The Experience family's fields (``powercontext.families.EXPERIENCE``), in its order."""
-
-    situation: str
-    action: str
-    outcome: str
-    lesson: str
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> ExperienceContent:
-        return cls(**{name: str(values.get(name, "")) for name in EXPERIENCE.field_names})
-
-    def values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in EXPERIENCE.field_names)
-
-
-@dataclass(frozen=True)
-class ExperienceHit:
-    artifact_ref: ArtifactRef
-    content: ExperienceContent
 
 
 @dataclass(frozen=True)
@@ -214,7 +179,7 @@ def window(source: str, hits: Sequence[Any], limit: int) -> tuple[tuple[Any, ...
 
 def render_experience_content(content: ExperienceContent) -> str:
     """The item content of an Experience: the four user-authored fields with fixed labels."""
-    return EXPERIENCE.render(dict(zip(EXPERIENCE.field_names, content.values(), strict=True)))
+    return EXPERIENCE.render(content.as_mapping())
 
 
 def render_content(items: Sequence[dict[str, Any]]) -> str:

@@ -30,8 +30,8 @@ from powercontext.search.engines import (
 from powercontext.search.indexes import EXPERIENCE_INDEX, INDEXES, MEMORY_INDEX, REBUILD_BATCH, Index
 from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
 from powercontext.search.queries import (
-    ExperienceSearchRow,
-    MemorySearchRow,
+    ExperienceHit,
+    MemoryHit,
     search_context,
     search_experience,
     search_memory,
@@ -64,9 +64,9 @@ __all__ = [
     "MEMORY_INDEX",
     "REBUILD_BATCH",
     "Engine",
-    "ExperienceSearchRow",
+    "ExperienceHit",
     "Index",
-    "MemorySearchRow",
+    "MemoryHit",
     "PostgresEngine",
     "SqliteEngine",
     "VerifyReport",

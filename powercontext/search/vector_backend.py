@@ -26,7 +26,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from powercontext.search.queries import ExperienceSearchRow
+from powercontext.hits import ExperienceHit
 
 IN_PROCESS = "in-process exact"
 SQLITE_VEC = "sqlite-vec"
@@ -150,7 +150,7 @@ class Ranker(Protocol):
 
     def rank_experience(
         self, scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
-    ) -> list[ExperienceSearchRow]: ...
+    ) -> list[ExperienceHit]: ...
 
 
 def ranker() -> Ranker:

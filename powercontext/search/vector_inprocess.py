@@ -35,6 +35,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from django.db import connection
 
+from powercontext.hits import ExperienceHit
 from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -45,7 +46,7 @@ from powercontext.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding
-from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.search.queries import experience_row
 
 CACHE_SCOPES = 32
 CACHE_MAX_VECTORS = 200_000  # ~300 MiB of float32 at 384 dimensions
@@ -365,7 +366,7 @@ def _read_experience(
 
 def rank_experience(
     scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
-) -> list[ExperienceSearchRow]:
+) -> list[ExperienceHit]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
     by head pk), each at the revision its vector was computed for.
 
@@ -388,7 +389,7 @@ def rank_experience(
         if key != vectors.key:
             vectors, heads = _read_experience(scope_id, model_id, vectors, key), None
             order, scores = _experience_order(vectors, query_vector)
-    found: list[ExperienceSearchRow] = []
+    found: list[ExperienceHit] = []
     start, chunk = 0, limit
     while len(found) < limit and start < len(order):
         batch = order[start : start + chunk]

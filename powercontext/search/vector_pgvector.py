@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from django.db import ProgrammingError, connection, transaction
 
+from powercontext.hits import ExperienceHit
 from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -42,7 +43,7 @@ from powercontext.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding, vector_inprocess
-from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.search.queries import experience_row
 
 logger = logging.getLogger("powercontext.search")
 
@@ -357,7 +358,7 @@ _EXPERIENCE_SQL = (
 
 def rank_experience(
     scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
-) -> list[ExperienceSearchRow]:
+) -> list[ExperienceHit]:
     """As ``vector_inprocess.rank_experience``: recallable heads nearest to the query, best
     first, ties by head pk, each at the revision its vector was computed for."""
     try:

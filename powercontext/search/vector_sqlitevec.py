@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from powercontext.hits import ExperienceHit
 from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -28,7 +29,7 @@ from powercontext.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding
-from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.search.queries import experience_row
 
 # Cosine distance in [0, 2]; NULL (a zero vector) counts as orthogonal, like the in-process dot.
 _DISTANCE = "COALESCE(vec_distance_cosine(x.vector, %s), 1.0)"
@@ -88,7 +89,7 @@ _EXPERIENCE_SQL = (
 
 def rank_experience(
     scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
-) -> list[ExperienceSearchRow]:
+) -> list[ExperienceHit]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
     by head pk), each at the revision its vector was computed for, read by one statement."""
     with connection.cursor() as cursor:

@@ -15,6 +15,7 @@ from django.db.models import Count, Max
 from django.test.utils import CaptureQueriesContext
 
 from powercontext import search
+from powercontext.hits import ExperienceContent
 from powercontext.models import Artifact, ArtifactRevision, ExperienceVector
 from powercontext.search import embedding, pending, rebuild, vector_inprocess
 from powercontext.selectors.artifacts import EXPERIENCE_FAMILY
@@ -173,7 +174,9 @@ def test_verify_counts_experience_vectors_and_repair_restores_them(embeddings: A
     ExperienceVector.objects.filter(head_id=heads[1].pk).update(vector=b"\0" * 4 * embedding.DIMENSIONS)
     ExperienceVector.objects.filter(head_id=heads[2].pk).update(revision=7)
     retired = heads[3]
-    Artifact.objects.filter(pk=retired.pk).update(state=Artifact.State.RETIRED, recallable=False)  # its vector is now extra
+    Artifact.objects.filter(pk=retired.pk).update(
+        state=Artifact.State.RETIRED, recallable=False
+    )  # its vector is now extra
     report = search.verify_index()
 
     assert not report.ok
@@ -189,7 +192,7 @@ def test_verify_counts_experience_vectors_and_repair_restores_them(embeddings: A
 @pytest.mark.django_db
 def test_prepare_ranks_an_experience_found_only_by_meaning_into_its_window(embeddings: Any) -> None:
     seed_window()
-    lexical = [row.content["situation"] for row in search.search_experience("ev", QUERY, 32)]
+    lexical = [hit.content.situation for hit in search.search_experience("ev", QUERY, 32)]
     assert lexical == [DASHBOARD["situation"]]  # full text finds only the word match
 
     assert window("ev", QUERY) == [DASHBOARD["situation"], STATUE["situation"]]
@@ -237,15 +240,21 @@ def uncached(scope: str, query_vector: Any, limit: int) -> list[tuple[int, str, 
     scored = [(float(np.dot(embedding.from_bytes(row[4]), query_vector)), int(row[0]), row) for row in rows]
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [
-        (pk, str(row[1]), int(row[2]), json.loads(row[3]) if isinstance(row[3], str) else row[3], score)
+        (
+            pk,
+            str(row[1]),
+            int(row[2]),
+            ExperienceContent.from_mapping(json.loads(row[3]) if isinstance(row[3], str) else row[3]),
+            score,
+        )
         for score, pk, row in scored[:limit]
     ]
 
 
 def cached(scope: str, query_vector: Any, limit: int) -> list[tuple[int, str, int, Any, float]]:
     return [
-        (row.artifact_pk, row.artifact_id, row.revision, row.content, row.score)
-        for row in vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query_vector, limit)
+        (hit.key, hit.artifact_ref.artifact_id, hit.artifact_ref.revision, hit.content, hit.score)
+        for hit in vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query_vector, limit)
     ]
 
 

@@ -276,7 +276,7 @@ def test_experience_ranking_matches_the_in_process_path(embeddings: Any, setting
         assert [r.score for r in by_sql] == pytest.approx([r.score for r in in_process], abs=1e-5)
         assert len(by_sql) == min(limit, len(EXPERIENCE_FILLER) + 1)
     assert by_sql[0].artifact_pk == statue.pk
-    assert vectors.vector_search_experience("ev", EXPERIENCE_QUERY, 1)[0].artifact_pk == statue.pk
+    assert vectors.vector_search_experience("ev", EXPERIENCE_QUERY, 1)[0].key == statue.pk
     assert vector_sqlitevec.rank_experience("nobody", embedding.MODEL_ID, query_vector, 5) == []
 
 
