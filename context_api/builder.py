@@ -408,7 +408,7 @@ def _triage(
 
 def _decisions(
     source: str,
-    hits: Sequence[MemoryHit] | Sequence[ExperienceHit],
+    hits: Sequence[MemoryHit | ExperienceHit],
     dropped: _Dropped,
     admitted: _Admitted,
 ) -> list[Decision]:

@@ -79,7 +79,7 @@ def _sizes(text: str) -> tuple[int, int]:
 def candidate_dict(decision: Decision) -> dict[str, Any]:
     """One candidate for operators: citation, sizes, ranking and the decision (never text)."""
     hit = decision.hit
-    memory = isinstance(hit, MemoryHit)
+    memory = hit if isinstance(hit, MemoryHit) else None
     chars, size = _sizes(source_text(decision))
     return {
         "source": decision.source,
@@ -87,8 +87,8 @@ def candidate_dict(decision: Decision) -> dict[str, Any]:
         "citation": citation(decision),
         "source_chars": chars,
         "source_bytes": size,
-        "score": hit.score if memory else None,
-        "matched_by": list(hit.matched_by) if memory else None,
+        "score": memory.score if memory is not None else None,
+        "matched_by": list(memory.matched_by) if memory is not None else None,
         "decision": decision.decision,
         "reason": decision.reason,
         "duplicate_of": decision.duplicate_of,

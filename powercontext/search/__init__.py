@@ -19,6 +19,7 @@ transactions), ``rebuild`` (rebuild and verify), ``embedding`` (the local model)
 package's names.
 """
 
+from powercontext.hits import ExperienceHit, MemoryHit
 from powercontext.search.engines import (
     MAX_POSITION,
     MAX_POSITIONS_PER_LEXEME,
@@ -29,13 +30,7 @@ from powercontext.search.engines import (
 )
 from powercontext.search.indexes import EXPERIENCE_INDEX, INDEXES, MEMORY_INDEX, REBUILD_BATCH, Index
 from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
-from powercontext.search.queries import (
-    ExperienceHit,
-    MemoryHit,
-    search_context,
-    search_experience,
-    search_memory,
-)
+from powercontext.search.queries import search_context, search_experience, search_memory
 from powercontext.search.rebuild import (
     VerifyReport,
     count_expected,
