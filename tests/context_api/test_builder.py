@@ -73,9 +73,10 @@ def exp(
 def build(
     memory_hits=(), experience_hits=(), *, memory_ref=HEAD, max_bytes=DEFAULT_MAX_BYTES
 ) -> PreparedContext:
-    return PreparedContextBuilder().build(
+    built = PreparedContextBuilder().build(
         memory_ref=memory_ref, memory_hits=memory_hits, experience_hits=experience_hits, max_bytes=max_bytes
-    ).context
+    )
+    return built.context
 
 
 def envelope(result: PreparedContext) -> dict:
