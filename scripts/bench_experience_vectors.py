@@ -88,6 +88,7 @@ def add_heads(scope: str, start: int, count: int, rng: np.random.Generator) -> N
                 artifact_id=f"exp_bench_{n}",
                 current_revision=1,
                 searchable_text=" ".join(CONTENT.values()),
+                recallable=True,
             )
             for n in range(start, start + count)
         ]
@@ -172,7 +173,7 @@ def main() -> None:
 
                 want = rank_uncached(scope, query, LIMIT)
                 got = cached()
-                assert [(r.artifact_pk, r.content) for r in got] == [(pk, c) for pk, _, c in want]
+                assert [(r.key, r.content.as_mapping()) for r in got] == [(pk, c) for pk, _, c in want]
                 results[str(size)] = medians_ms(
                     {
                         "uncached_ms": (None, lambda scope=scope: rank_uncached(scope, query, LIMIT)),
