@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from hypothesis import given
 
+from context_api import explain as explain_module
 from context_api.builder import (
     BEGIN_MARKER,
     END_MARKER,
@@ -213,6 +216,19 @@ def test_truncation_is_attributed_to_the_source_cap_or_the_budget():
     assert decisions(cut) == [("memory", 1, "admitted", "budget")]
     assert decisions(neither)[1] == ("memory", 2, "skipped", "over_budget")
     assert neither.candidates[1].attempt == 2
+
+
+def test_explain_uses_only_the_builders_public_names():
+    """Explain formats the trace; it cannot re-run the builder's private selection or fitting."""
+    tree = ast.parse(Path(explain_module.__file__).read_text(encoding="utf-8"))
+    imported = [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "context_api.builder"
+        for alias in node.names
+    ]
+    assert imported and not [name for name in imported if name.startswith("_")]
+    assert "PreparedContextBuilder" not in imported
 
 
 # -- manage.py explain_prepare ------------------------------------------------------------------
