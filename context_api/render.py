@@ -17,7 +17,7 @@ def memory_ref(revision: int | None) -> dict[str, Any] | None:
     return {"family": MEMORY_FAMILY, "artifact_id": MEMORY_ARTIFACT_ID, "revision": revision}
 
 
-def citation(revision: int, entry_id: str, entry_version_id: str) -> dict[str, Any]:
+def citation(revision: int | None, entry_id: str, entry_version_id: str) -> dict[str, Any]:
     return {"memory_ref": memory_ref(revision), "entry_id": entry_id, "entry_version_id": entry_version_id}
 
 

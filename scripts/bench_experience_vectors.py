@@ -32,7 +32,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVector  # noqa: E402
-from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_sql  # noqa: E402
+from powercontext.core.recall import EXPERIENCE_FAMILY  # noqa: E402
 from powercontext.search import embedding, vector_inprocess  # noqa: E402
 
 SIZES = (50, 500)
@@ -52,7 +52,7 @@ _UNCACHED_SQL = (
     f" FROM {ExperienceVector._meta.db_table} x"
     f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND a.recallable"
 )
 
 
@@ -88,6 +88,7 @@ def add_heads(scope: str, start: int, count: int, rng: np.random.Generator) -> N
                 artifact_id=f"exp_bench_{n}",
                 current_revision=1,
                 searchable_text=" ".join(CONTENT.values()),
+                recallable=True,
             )
             for n in range(start, start + count)
         ]
@@ -172,7 +173,7 @@ def main() -> None:
 
                 want = rank_uncached(scope, query, LIMIT)
                 got = cached()
-                assert [(r.artifact_pk, r.content) for r in got] == [(pk, c) for pk, _, c in want]
+                assert [(r.key, r.content.as_mapping()) for r in got] == [(pk, c) for pk, _, c in want]
                 results[str(size)] = medians_ms(
                     {
                         "uncached_ms": (None, lambda scope=scope: rank_uncached(scope, query, LIMIT)),

@@ -60,6 +60,9 @@ class Artifact(models.Model):
 
     The head moves only by compare-and-swap on ``current_revision`` (see services). For
     Experience the head also carries the deterministic ``searchable_text`` that retrieval reads.
+    ``recallable`` says whether prepare may recall the head (an approved, active Experience with
+    search text; ``powercontext.core.recall.is_recallable``); the artifact kernel sets it
+    in the same write as ``state`` and ``searchable_text``, and every recall query filters on it.
     """
 
     class State(models.TextChoices):
@@ -73,6 +76,7 @@ class Artifact(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
     searchable_text = models.TextField(blank=True, default="")
     analyzer_version = models.PositiveIntegerField(default=0)
+    recallable = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -83,7 +87,11 @@ class Artifact(models.Model):
                 fields=["scope_id", "family", "artifact_id"], name="artifact_identity_unique"
             ),
         ]
-        indexes = [models.Index(fields=["family", "scope_id"], name="artifact_family_scope")]
+        indexes = [
+            models.Index(fields=["family", "scope_id"], name="artifact_family_scope"),
+            # Recall reads the few recallable heads of one scope (or all of them: rebuild).
+            models.Index(fields=["scope_id"], condition=Q(recallable=True), name="artifact_recallable_scope"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.family}/{self.artifact_id}@{self.current_revision}"

@@ -18,6 +18,7 @@ from powercontext import search
 from powercontext.core.exceptions import ArtifactConflict, RevisionConflict
 from powercontext.core.families import Family
 from powercontext.core.models import Artifact, ArtifactRevision
+from powercontext.core.recall import is_recallable
 from powercontext.core.transactions import compare_and_swap, require_transaction
 from powercontext.search import analyzer
 
@@ -94,7 +95,7 @@ def artifact_revision_create(
     revision is written; the caller's transaction then rolls back its own rows too. The
     revision row is insert-only, with its parent as lineage. With ``searchable_text`` the head's
     search text and its index row are written in the same transaction (approved Experience), and
-    the revision row keeps that text for the audit.
+    the revision row keeps that text for the audit. The same update sets ``recallable``.
     Returns the new revision number and updates ``head`` in place.
     """
     require_transaction("artifact writes")
@@ -103,6 +104,12 @@ def artifact_revision_create(
     if searchable_text is not None:
         changes["searchable_text"] = searchable_text
         changes["analyzer_version"] = analyzer.ANALYZER_VERSION if searchable_text else 0
+    changes["recallable"] = is_recallable(
+        family=head.family,
+        state=Artifact.State.ACTIVE,
+        current_revision=new,
+        searchable_text=changes.get("searchable_text", head.searchable_text),
+    )
     _before_head_move()
     if not compare_and_swap(
         Artifact, match={"pk": head.pk, "current_revision": expected_revision}, changes=changes
@@ -128,3 +135,14 @@ def artifact_revision_create(
     if searchable_text is not None:
         search.index_experience_head(head)
     return new
+
+
+def artifact_head_retire(*, head: Artifact) -> None:
+    """Retire ``head`` (locked by the caller): its state and ``recallable`` change in one update
+    and a recalled head leaves the Experience index in the same transaction."""
+    require_transaction("artifact writes")
+    Artifact.objects.filter(pk=head.pk).update(state=Artifact.State.RETIRED, recallable=False)
+    was_recallable = head.recallable
+    head.state, head.recallable = Artifact.State.RETIRED, False
+    if was_recallable:
+        search.index_experience_head(head)

@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from powercontext import search
 from powercontext.core.exceptions import MemoryNotFound
+from powercontext.core.hits import MemoryHit
 from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -36,19 +37,9 @@ class EntryView:
 
 
 @dataclass(frozen=True)
-class SearchHit:
-    revision: int
-    entry_id: str
-    entry_version_id: str
-    text: str
-    score: float
-    matched_by: tuple[str, ...] = ("fts",)
-
-
-@dataclass(frozen=True)
 class SearchResult:
     revision: int | None
-    hits: list[SearchHit]
+    hits: list[MemoryHit]  # search's own hits, each citing ``revision``
     mode: str = "fts"  # the mode used (``auto`` resolved)
 
 
@@ -184,21 +175,7 @@ def memory_search(*, scope_id: str, query: str, limit: int, mode: str = "fts") -
     All hits cite one head revision (read by the statement that returned them); with no hits,
     the head is read separately.
     """
-    used, rows = search.search_memory_mode(scope_id, query, limit, mode)
-    if not rows:
+    used, hits = search.search_memory_mode(scope_id, query, limit, mode)
+    if not hits:
         return SearchResult(revision=memory_head_revision(scope_id=scope_id), hits=[], mode=used)
-    return SearchResult(
-        revision=rows[0].head_revision,
-        mode=used,
-        hits=[
-            SearchHit(
-                revision=row.head_revision,
-                entry_id=row.entry_id,
-                entry_version_id=row.entry_version_id,
-                text=row.text,
-                score=row.score,
-                matched_by=row.matched_by,
-            )
-            for row in rows
-        ],
-    )
+    return SearchResult(revision=hits[0].revision, mode=used, hits=hits)

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from powercontext.core.hits import ExperienceContent
+
 # output: at least one item; no_output: a valid, empty answer (a no-op, seed 4.4);
 # schema_invalid: the answer broke the output schema; failed: the call failed (error_code says how).
 Outcome = Literal["output", "no_output", "schema_invalid", "failed"]
@@ -42,11 +44,10 @@ class MemoryItem:
 
 
 @dataclass(frozen=True)
-class ExperienceItem:
-    situation: str
-    action: str
-    outcome: str
-    lesson: str
+class ExperienceItem(ExperienceContent):
+    """An Experience a generator proposes: the family's fields (``ExperienceContent``, i.e.
+    ``families.EXPERIENCE``), then the sources it cites."""
+
     evidence: tuple[str, ...]
 
 

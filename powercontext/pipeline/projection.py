@@ -99,10 +99,7 @@ def _memory_ok(item: object) -> bool:
 def _experience_ok(item: object) -> bool:
     return (
         isinstance(item, ExperienceItem)
-        and all(
-            _text_ok(v, MAX_EXPERIENCE_FIELD_CHARS)
-            for v in (item.situation, item.action, item.outcome, item.lesson)
-        )
+        and all(_text_ok(v, MAX_EXPERIENCE_FIELD_CHARS) for v in item.values())
         and _evidence_ok(item.evidence)
     )
 
@@ -138,10 +135,7 @@ def bind(result: GeneratorResult, *, session_source_ids: frozenset[str], redact:
     )
     kept_experiences = tuple(
         ExperienceItem(
-            situation=_clean(e.situation, redact),
-            action=_clean(e.action, redact),
-            outcome=_clean(e.outcome, redact),
-            lesson=_clean(e.lesson, redact),
+            **{name: _clean(value, redact) for name, value in e.as_mapping().items()},
             evidence=e.evidence,
         )
         for e in experiences

@@ -4,8 +4,8 @@ One statement reads everything a prepare needs: the Memory candidates of the sco
 head (with that head's revision, so every hit cites the revision the statement saw; a head
 committed meanwhile cannot leak into this response) and the approved, current Experience
 candidates. Typed hits then go to the pure builder. Nothing is written; the query is never
-logged. With ``audit`` (the /v1 operation), the metadata of each prepare (counts and sizes from
-``powercontext.prepare.explain``, never text) is buffered in process for the prepare aggregates
+logged. With ``audit`` (the /v1 operation), the metadata of each prepare (counts and sizes of the
+builder's trace, summarized by ``powercontext.prepare.explain``, never text) is buffered in process for the prepare aggregates
 (``powercontext.prepare.audit``), which a background thread writes later.
 """
 
@@ -23,6 +23,7 @@ from powercontext.prepare.builder import (
     EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
     BuilderInvariantError,
+    Built,
     PreparedContext,
     PreparedContextBuilder,
 )
@@ -59,7 +60,7 @@ class ScopedContextApplication:
             experience_limit=EXPERIENCE_CANDIDATE_WINDOW,
         )
         try:
-            prepared = self.builder.build(
+            built = self.builder.build(
                 memory_ref=found.memory_ref,
                 memory_hits=found.memory_hits,
                 experience_hits=found.experience_hits,
@@ -68,6 +69,7 @@ class ScopedContextApplication:
         except BuilderInvariantError as exc:
             logger.error("prepare invariant_failure error_class=%s", type(exc).__name__)
             raise InvariantFailure() from exc
+        prepared = built.context
         elapsed = time.perf_counter() - started
         logger.info(
             "prepare status=%s memory_hits=%d experience_hits=%d content_bytes=%d duration_ms=%.1f",
@@ -78,7 +80,7 @@ class ScopedContextApplication:
             elapsed * 1000,
         )
         if self.audit:
-            self._record(request, mode, found, prepared, elapsed)
+            self._record(request, mode, found, built, elapsed)
         return prepared
 
     @staticmethod
@@ -86,17 +88,14 @@ class ScopedContextApplication:
         request: PrepareRequest,
         mode: str,
         found: ContextCandidates,
-        prepared: PreparedContext,
+        built: Built,
         elapsed: float,
     ) -> None:
-        """Buffer the prepare's metadata; a failure here never fails the prepare."""
+        """Buffer the prepare's metadata (counted from the build's trace, no second pass); a
+        failure here never fails the prepare."""
         try:
             explained = explain(
-                memory_ref=found.memory_ref,
-                memory_hits=found.memory_hits,
-                experience_hits=found.experience_hits,
-                max_bytes=request.max_bytes,
-                prepared=prepared,
+                built, memory_ref=found.memory_ref, max_bytes=request.max_bytes, dropped=found.dropped
             )
             prepare_audit.record(
                 scope_id=request.scope_id,

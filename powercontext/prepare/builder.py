@@ -29,6 +29,11 @@ What ``PreparedContextBuilder.build`` guarantees:
   hit text (Memory) or the four rendered fields (Experience) exactly.
 - Empty. When no item is admitted the result is ``status="empty"``, ``content=None``,
   ``content_bytes=0``; the caller cannot tell why.
+- Trace. ``build`` returns ``Built``: the context and, computed as it goes (no second pass), one
+  ``Decision`` per hit in search order (Memory, then Experience): ``admitted`` (with its attempt
+  in the interleaved order, item and content sizes and what cut it), ``duplicate`` (of which
+  rank) or ``skipped`` with a ``SKIP_REASONS`` reason. The trace holds the hits themselves and
+  sizes, so explaining a prepare is formatting, never a replay.
 
 Raises ``BuilderInvariantError`` -- with a generic message that never contains hit text, ids or
 the query -- and renders nothing when the input breaks the Runtime's own contract: more hits than
@@ -43,12 +48,18 @@ the request, so an out-of-range value reaching the builder is a Runtime bug, i.e
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, NamedTuple
 
 from powercontext.core.families import EXPERIENCE, Family
+
+# The builder's input types: the hit types search returns (one definition, re-exported here).
+from powercontext.core.hits import ArtifactRef as ArtifactRef
+from powercontext.core.hits import ExperienceContent as ExperienceContent
+from powercontext.core.hits import ExperienceHit as ExperienceHit
+from powercontext.core.hits import MemoryHit as MemoryHit
 
 MEMORY_CANDIDATE_WINDOW = 16
 MEMORY_ITEM_LIMIT = 8
@@ -82,6 +93,14 @@ END_MARKER = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 CONTENT_PREFIX = POLICY + "\n\n" + BEGIN_MARKER + "\n"
 CONTENT_SUFFIX = "\n" + END_MARKER
 
+ADMITTED = "admitted"
+DUPLICATE = "duplicate"
+SKIPPED = "skipped"
+# Why a hit was not admitted. ``window`` (beyond the candidate window) is decided before the
+# builder (``window``); selection may add its own reasons for hits it dropped.
+SKIP_REASONS = ("blank", "unencodable", "item_limit", "total_item_limit", "over_budget", "window")
+TRUNCATION_CAUSES = ("source_cap", "budget")
+
 _ELLIPSIS_BYTES = len(ELLIPSIS.encode("utf-8"))
 # Sizes are measured with json.dumps(ensure_ascii=False) itself, which escapes only what JSON
 # requires: not DEL, not U+2028/U+2029 (those stay raw, which is valid JSON).
@@ -92,47 +111,6 @@ class BuilderInvariantError(Exception):
 
     Messages are generic on purpose: they never contain hit text, ids, scope or query.
     """
-
-
-@dataclass(frozen=True)
-class ArtifactRef:
-    family: str
-    artifact_id: str
-    revision: int
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    memory_ref: ArtifactRef | None
-    entry_id: str
-    entry_version_id: str
-    text: str
-    # Search order is the ranking; score and channels are never rendered.
-    score: float = 0.0
-    matched_by: tuple[str, ...] = ("fts",)
-
-
-@dataclass(frozen=True)
-class ExperienceContent:
-    """The Experience family's fields (``powercontext.core.families.EXPERIENCE``), in its order."""
-
-    situation: str
-    action: str
-    outcome: str
-    lesson: str
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> ExperienceContent:
-        return cls(**{name: str(values.get(name, "")) for name in EXPERIENCE.field_names})
-
-    def values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in EXPERIENCE.field_names)
-
-
-@dataclass(frozen=True)
-class ExperienceHit:
-    artifact_ref: ArtifactRef
-    content: ExperienceContent
 
 
 @dataclass(frozen=True)
@@ -155,9 +133,53 @@ class PreparedContext:
         }
 
 
+class Decision(NamedTuple):
+    """What the builder (or selection, before it) did with one hit: the hit itself, never a copy.
+
+    ``rank`` is the 1-based position in its source's search order; ``attempt`` the 1-based
+    position in the interleaved order the builder tried (``None`` if never tried). Sizes are
+    UTF-8 bytes of the rendered item (citation and framing included) and of its content.
+    A named tuple: immutable and cheap to make, one per hit on every prepare.
+    """
+
+    source: str  # "memory" | "experience"
+    rank: int
+    hit: MemoryHit | ExperienceHit
+    decision: str  # ADMITTED | DUPLICATE | SKIPPED
+    reason: str | None = None  # SKIPPED only
+    duplicate_of: int | None = None  # DUPLICATE only: rank of the first hit with the same citation
+    attempt: int | None = None
+    item_bytes: int = 0
+    content_bytes: int = 0
+    truncated_by: str | None = None  # "source_cap" | "budget" (admitted and cut)
+
+    @property
+    def truncated(self) -> bool:
+        return self.truncated_by is not None
+
+
+@dataclass(frozen=True)
+class Built:
+    """The builder's result: the context and the trace of how it was made."""
+
+    context: PreparedContext
+    trace: tuple[Decision, ...]
+
+
+def window(source: str, hits: Sequence[Any], limit: int) -> tuple[tuple[Any, ...], tuple[Decision, ...]]:
+    """Split ``hits`` at the candidate window: the hits the builder may take, and the rest as
+    ``window`` skips (ranked after the kept ones). Selection applies this before ``build``."""
+    kept = tuple(hits[:limit])
+    dropped = tuple(
+        Decision(source, rank, hit, SKIPPED, reason="window")
+        for rank, hit in enumerate(hits[limit:], start=limit + 1)
+    )
+    return kept, dropped
+
+
 def render_experience_content(content: ExperienceContent) -> str:
     """The item content of an Experience: the four user-authored fields with fixed labels."""
-    return EXPERIENCE.render(dict(zip(EXPERIENCE.field_names, content.values(), strict=True)))
+    return EXPERIENCE.render(content.as_mapping())
 
 
 def render_content(items: Sequence[dict[str, Any]]) -> str:
@@ -270,8 +292,9 @@ def _capped(source: str) -> tuple[str, bool]:
     return prefix + ELLIPSIS, True
 
 
-def _fit(candidate: _Candidate, remaining: int) -> tuple[dict[str, Any], int] | None:
-    """The item for ``candidate`` whose rendered size fits ``remaining`` bytes, and that size.
+def _fit(candidate: _Candidate, remaining: int) -> tuple[dict[str, Any], int, str | None] | None:
+    """The item for ``candidate`` whose rendered size fits ``remaining`` bytes, that size and
+    what cut it (``None``, ``"source_cap"`` or ``"budget"``).
 
     Sizes are exact and computed incrementally: an item's rendered size is its frame (the item
     rendered with empty content) plus the escaped size of its content. A cut is searched for
@@ -290,7 +313,7 @@ def _fit(candidate: _Candidate, remaining: int) -> tuple[dict[str, Any], int] | 
     content_escaped = _escaped_len(content)
     size = (frame_cut if truncated else frame_plain) + content_escaped
     if size <= remaining:
-        return candidate.make_item(content, truncated), size
+        return candidate.make_item(content, truncated), size, "source_cap" if truncated else None
 
     # Largest prefix P with frame + escaped(P) + ellipsis <= remaining and raw(P) + ellipsis >=
     # MIN_TRUNCATED_BYTES. Escaped size >= raw size, so a too-small allowance fails at once.
@@ -332,10 +355,78 @@ def _fit(candidate: _Candidate, remaining: int) -> tuple[dict[str, Any], int] | 
     if _utf8_len(prefix) + _ELLIPSIS_BYTES < MIN_TRUNCATED_BYTES:
         return None
     size = frame_cut + low_escaped + _ELLIPSIS_BYTES
-    return candidate.make_item(prefix + ELLIPSIS, True), size
+    return candidate.make_item(prefix + ELLIPSIS, True), size, "budget"
 
 
 _EMPTY_ENVELOPE_BYTES = _utf8_len(render_content(()))
+
+
+# The hits of one source that were not admitted, by index: (decision, reason, duplicate_of, attempt).
+_Dropped = dict[int, tuple[str, str | None, int | None, int | None]]
+# The admitted hits of one source, by index: (attempt, item bytes, content bytes, truncated_by).
+_Admitted = dict[int, tuple[int, int, int, str | None]]
+
+
+def _problem(fields: tuple[str, ...]) -> str | None:
+    """Why a hit is bad (``"blank"`` / ``"unencodable"``), or None."""
+    if any(_is_blank(value) for value in fields):
+        return "blank"
+    if not _encodable(*fields):
+        return "unencodable"
+    return None
+
+
+def _triage(
+    hits: Sequence[Any],
+    limit: int,
+    key: Callable[[Any], object],
+    fields: Callable[[Any], tuple[str, ...]],
+    make: Callable[[Any], _Candidate],
+) -> tuple[list[tuple[int, _Candidate]], _Dropped]:
+    """RFC 0028 steps 4 and 5 for one source: deduplicate (the first occurrence wins), then skip
+    bad hits, until ``limit`` candidates are selected; every later hit is an ``item_limit`` skip.
+    Returns the selected (hit index, candidate) pairs and what happened to the others."""
+    first: dict[object, int] = {}
+    selected: list[tuple[int, _Candidate]] = []
+    dropped: _Dropped = {}
+    for index, hit in enumerate(hits):
+        if len(selected) == limit:
+            dropped[index] = (SKIPPED, "item_limit", None, None)
+            continue
+        citation = key(hit)
+        if citation in first:
+            dropped[index] = (DUPLICATE, None, first[citation] + 1, None)
+            continue
+        first[citation] = index
+        problem = _problem(fields(hit))
+        if problem is not None:
+            dropped[index] = (SKIPPED, problem, None, None)
+            continue
+        selected.append((index, make(hit)))
+    return selected, dropped
+
+
+def _decisions(
+    source: str,
+    hits: Sequence[MemoryHit | ExperienceHit],
+    dropped: _Dropped,
+    admitted: _Admitted,
+) -> list[Decision]:
+    """One source's trace, in search order (every hit is either admitted or dropped)."""
+    result = []
+    for index, hit in enumerate(hits):
+        done = admitted.get(index)
+        if done is None:
+            decision, reason, duplicate_of, attempt = dropped[index]
+            result.append(Decision(source, index + 1, hit, decision, reason, duplicate_of, attempt))
+        else:
+            attempt, item_bytes, content_bytes, cut = done
+            result.append(
+                Decision(
+                    source, index + 1, hit, ADMITTED, None, None, attempt, item_bytes, content_bytes, cut
+                )
+            )
+    return result
 
 
 class PreparedContextBuilder:
@@ -351,11 +442,12 @@ class PreparedContextBuilder:
         memory_hits: Sequence[MemoryHit],
         experience_hits: Sequence[ExperienceHit],
         max_bytes: int,
-    ) -> PreparedContext:
+    ) -> Built:
         """Build the prepared context for one request against one selected Memory head.
 
         ``memory_ref`` is the head selected for this request (``None`` when the scope has no
-        Memory); ``memory_hits`` and ``experience_hits`` are in search order.
+        Memory); ``memory_hits`` and ``experience_hits`` are in search order. Returns the
+        context with its trace (one ``Decision`` per hit, Memory first, each in search order).
 
         Raises BuilderInvariantError (see the module docstring); never returns partial content.
         """
@@ -363,41 +455,56 @@ class PreparedContextBuilder:
             raise BuilderInvariantError("max_bytes is not an integer within the supported range")
         memory_hits = tuple(memory_hits)
         experience_hits = tuple(experience_hits)
-        memories = self._select_memories(memory_ref, memory_hits)
-        experiences = self._select_experiences(experience_hits)
+        memories, memory_dropped = self._select_memories(memory_ref, memory_hits)
+        experiences, experience_dropped = self._select_experiences(experience_hits)
 
-        ordered: list[_Candidate] = []
+        # Interleaved, Memory first: (the source's dropped and admitted maps, hit index, candidate).
+        memory_admitted: _Admitted = {}
+        experience_admitted: _Admitted = {}
+        ordered: list[tuple[_Dropped, _Admitted, int, _Candidate]] = []
         for index in range(max(len(memories), len(experiences))):
-            ordered.extend(memories[index : index + 1])
-            ordered.extend(experiences[index : index + 1])
+            if index < len(memories):
+                ordered.append((memory_dropped, memory_admitted, *memories[index]))
+            if index < len(experiences):
+                ordered.append((experience_dropped, experience_admitted, *experiences[index]))
 
         total = _EMPTY_ENVELOPE_BYTES
         items: list[dict[str, Any]] = []
-        for candidate in ordered:
+        for attempt, (dropped, admitted, position, candidate) in enumerate(ordered, start=1):
             if len(items) >= TOTAL_ITEM_LIMIT:
-                break
+                dropped[position] = (SKIPPED, "total_item_limit", None, None)
+                continue
             separator = 1 if items else 0  # the "," between array elements
             fitted = _fit(candidate, max_bytes - total - separator)
             if fitted is None:
+                dropped[position] = (SKIPPED, "over_budget", None, attempt)
                 continue
-            item, size = fitted
+            item, size, cut = fitted
             items.append(item)
             total += separator + size
+            admitted[position] = (attempt, size, _utf8_len(item["content"]), cut)
 
+        trace = (
+            *_decisions(MEMORY_FAMILY, memory_hits, memory_dropped, memory_admitted),
+            *_decisions(EXPERIENCE_FAMILY, experience_hits, experience_dropped, experience_admitted),
+        )
         if not items:
-            return PreparedContext.empty()
+            return Built(PreparedContext.empty(), trace)
         content = render_content(items)
         content_bytes = _utf8_len(content)
         # The incremental accounting must agree with the real rendering; if it ever does not,
         # refuse rather than return content that may break the caller's budget.
         if content_bytes != total or content_bytes > max_bytes:
             raise BuilderInvariantError("rendered content disagrees with the byte budget accounting")
-        return PreparedContext(
+        context = PreparedContext(
             schema=SCHEMA, status=STATUS_READY, content=content, content_bytes=content_bytes
         )
+        return Built(context, trace)
 
     @staticmethod
-    def _select_memories(memory_ref: ArtifactRef | None, hits: tuple[MemoryHit, ...]) -> list[_Candidate]:
+    def _select_memories(
+        memory_ref: ArtifactRef | None, hits: tuple[MemoryHit, ...]
+    ) -> tuple[list[tuple[int, _Candidate]], _Dropped]:
         if len(hits) > MEMORY_CANDIDATE_WINDOW:
             raise BuilderInvariantError("more memory hits than the candidate window")
         if memory_ref is not None:
@@ -407,7 +514,7 @@ class PreparedContextBuilder:
             if _is_blank(memory_ref.artifact_id) or not _encodable(memory_ref.artifact_id):
                 raise BuilderInvariantError("selected memory head has a malformed artifact id")
         if not hits:
-            return []
+            return [], {}
         if memory_ref is None:
             raise BuilderInvariantError("memory hits without a selected memory head")
 
@@ -424,23 +531,18 @@ class PreparedContextBuilder:
                 raise BuilderInvariantError("memory hit has a malformed field")
 
         frame_base = _memory_frame_base(memory_ref)
-        seen: set[tuple[str, str]] = set()
-        selected: list[_Candidate] = []
-        for hit in hits:
-            key = (hit.entry_id, hit.entry_version_id)
-            if key in seen:
-                continue
-            seen.add(key)
-            fields = (hit.entry_id, hit.entry_version_id, hit.text)
-            if any(_is_blank(value) for value in fields) or not _encodable(*fields):
-                continue
-            selected.append(_memory_candidate(memory_ref, hit, frame_base))
-            if len(selected) == MEMORY_ITEM_LIMIT:
-                break
-        return selected
+        return _triage(
+            hits,
+            MEMORY_ITEM_LIMIT,
+            lambda hit: (hit.entry_id, hit.entry_version_id),
+            lambda hit: (hit.entry_id, hit.entry_version_id, hit.text),
+            lambda hit: _memory_candidate(memory_ref, hit, frame_base),
+        )
 
     @staticmethod
-    def _select_experiences(hits: tuple[ExperienceHit, ...]) -> list[_Candidate]:
+    def _select_experiences(
+        hits: tuple[ExperienceHit, ...],
+    ) -> tuple[list[tuple[int, _Candidate]], _Dropped]:
         if len(hits) > EXPERIENCE_CANDIDATE_WINDOW:
             raise BuilderInvariantError("more experience hits than the candidate window")
         for hit in hits:
@@ -453,17 +555,10 @@ class PreparedContextBuilder:
             if not all(isinstance(value, str) for value in content.values()):
                 raise BuilderInvariantError("experience hit has a malformed field")
 
-        seen: set[ArtifactRef] = set()
-        selected: list[_Candidate] = []
-        for hit in hits:
-            if hit.artifact_ref in seen:
-                continue
-            seen.add(hit.artifact_ref)
-            content = hit.content
-            fields = (hit.artifact_ref.artifact_id, *content.values())
-            if any(_is_blank(value) for value in fields) or not _encodable(*fields):
-                continue
-            selected.append(_experience_candidate(hit))
-            if len(selected) == EXPERIENCE_ITEM_LIMIT:
-                break
-        return selected
+        return _triage(
+            hits,
+            EXPERIENCE_ITEM_LIMIT,
+            lambda hit: hit.artifact_ref,
+            lambda hit: (hit.artifact_ref.artifact_id, *hit.content.values()),
+            _experience_candidate,
+        )

@@ -2,7 +2,8 @@
 the admin page "Explain a prepare".
 
 It reads exactly what ``POST /v1/context/prepare`` reads (``context_candidates``, the same
-search mode) and runs the same builder through the pure ``powercontext.prepare.explain``. Nothing is
+search mode), runs the same builder and formats its trace with the pure ``powercontext.prepare.explain``
+(the builder's own decisions, not a replay of them). Nothing is
 written and nothing is logged. Hit text appears only when asked for, and then only each hit's
 first ``PREVIEW_CHARS`` characters.
 """
@@ -16,9 +17,10 @@ from powercontext import search
 from powercontext.prepare.builder import (
     EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
-    render_experience_content,
+    Decision,
+    PreparedContextBuilder,
 )
-from powercontext.prepare.explain import CandidateTrace, Explanation, explain
+from powercontext.prepare.explain import Explanation, candidate_dict, citation, explain, source_text
 from powercontext.prepare.selection import context_candidates
 from powercontext.search import vector_inprocess
 
@@ -30,14 +32,15 @@ def short(value: str) -> str:
     return value if len(value) <= ID_CHARS else value[: ID_CHARS - 1] + "\u2026"
 
 
-def citation_label(trace: CandidateTrace) -> str:
-    if "artifact_ref" in trace.citation:
-        ref = trace.citation["artifact_ref"]
+def citation_label(trace: Decision) -> str:
+    cited = citation(trace)
+    if "artifact_ref" in cited:
+        ref = cited["artifact_ref"]
         return f"{short(ref['artifact_id'])}@{ref['revision']}"
-    return f"{short(trace.citation['entry_id'])}/{short(trace.citation['entry_version_id'])}"
+    return f"{short(cited['entry_id'])}/{short(cited['entry_version_id'])}"
 
 
-def outcome(trace: CandidateTrace) -> str:
+def outcome(trace: Decision) -> str:
     if trace.decision == "admitted":
         cut = f" truncated({trace.truncated_by})" if trace.truncated else ""
         return f"admitted {trace.content_bytes}B content, {trace.item_bytes}B item{cut}"
@@ -67,7 +70,7 @@ class ExplainReport:
     scope_id: str
     search_mode: str
     explanation: Explanation
-    previews: dict[tuple[str, int], str] | None
+    show_text: bool
     # This process's vector cache after the prepare (``vector_inprocess.cache_stats``: bytes
     # held, the bound, scopes cached); None when the mode used no vectors (fts).
     vector_cache: dict[str, int] | None = None
@@ -91,22 +94,28 @@ class ExplainReport:
     def budget_percent(self) -> int:
         return self.explanation.prepared.content_bytes * 100 // self.explanation.max_bytes
 
+    def preview(self, trace: Decision) -> str | None:
+        return _preview(source_text(trace)) if self.show_text else None
+
     def rows(self) -> list[ExplainRow]:
-        return [
-            ExplainRow(
-                source=trace.source,
-                rank=str(trace.rank),
-                attempt=str(trace.attempt or "-"),
-                citation=citation_label(trace),
-                score=f"{trace.score:.4f}" if trace.score is not None else "-",
-                matched_by="+".join(trace.matched_by) if trace.matched_by else "-",
-                chars=str(trace.source_chars),
-                decision=trace.decision,
-                outcome=outcome(trace),
-                preview=self.previews[(trace.source, trace.rank)] if self.previews is not None else None,
+        rows = []
+        for trace in self.explanation.candidates:
+            shown = candidate_dict(trace)
+            rows.append(
+                ExplainRow(
+                    source=trace.source,
+                    rank=str(trace.rank),
+                    attempt=str(trace.attempt or "-"),
+                    citation=citation_label(trace),
+                    score=f"{shown['score']:.4f}" if shown["score"] is not None else "-",
+                    matched_by="+".join(shown["matched_by"]) if shown["matched_by"] else "-",
+                    chars=str(shown["source_chars"]),
+                    decision=trace.decision,
+                    outcome=outcome(trace),
+                    preview=self.preview(trace),
+                )
             )
-            for trace in self.explanation.candidates
-        ]
+        return rows
 
     def as_dict(self) -> dict[str, Any]:
         body = {
@@ -115,9 +124,9 @@ class ExplainReport:
             "vector_cache": self.vector_cache,
             **self.explanation.as_dict(),
         }
-        if self.previews is not None:
+        if self.show_text:
             for row, trace in zip(body["candidates"], self.explanation.candidates, strict=True):
-                row["text_preview"] = self.previews[(trace.source, trace.rank)]
+                row["text_preview"] = self.preview(trace)
         return body
 
 
@@ -138,26 +147,18 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         memory_limit=MEMORY_CANDIDATE_WINDOW,
         experience_limit=EXPERIENCE_CANDIDATE_WINDOW,
     )
-    explained = explain(
+    built = PreparedContextBuilder().build(
         memory_ref=found.memory_ref,
         memory_hits=found.memory_hits,
         experience_hits=found.experience_hits,
         max_bytes=max_bytes,
     )
-    previews = None
-    if show_text:
-        previews = {
-            **{("memory", rank): _preview(hit.text) for rank, hit in enumerate(found.memory_hits, start=1)},
-            **{
-                ("experience", rank): _preview(render_experience_content(hit.content))
-                for rank, hit in enumerate(found.experience_hits, start=1)
-            },
-        }
+    explained = explain(built, memory_ref=found.memory_ref, max_bytes=max_bytes, dropped=found.dropped)
     cache = vector_inprocess.cache_stats() if mode in {"vector", "hybrid"} else None
     return ExplainReport(
         scope_id=scope_id,
         search_mode=mode,
         explanation=explained,
-        previews=previews,
+        show_text=show_text,
         vector_cache=cache,
     )

@@ -118,7 +118,7 @@ def run_case(case: object, *, builder: PreparedContextBuilder | None = None) -> 
         if isinstance(case, Mapping):
             case_id = _case_id(case)
         parsed = parse_case(case)
-        result = (builder or PreparedContextBuilder()).build(
+        built = (builder or PreparedContextBuilder()).build(
             memory_ref=parsed.memory_ref,
             memory_hits=parsed.memory_hits,
             experience_hits=parsed.experience_hits,
@@ -130,7 +130,7 @@ def run_case(case: object, *, builder: PreparedContextBuilder | None = None) -> 
         return _error(case_id, ERROR_INVARIANT, str(exc))
     except Exception as exc:  # one broken case must not end the stream
         return _error(case_id, ERROR_INTERNAL, type(exc).__name__)
-    return {"case_id": case_id, "response": result.as_dict()}
+    return {"case_id": case_id, "response": built.context.as_dict()}
 
 
 def replay_lines(lines: Iterable[str]) -> Iterator[str]:

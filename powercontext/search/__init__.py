@@ -27,6 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from powercontext.core.hits import ExperienceHit, MemoryHit
     from powercontext.core.recall import EXPERIENCE_FAMILY
     from powercontext.core.recall import recallable_experience_heads as experience_heads
     from powercontext.search.engines import (
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from powercontext.search.indexes import EXPERIENCE_INDEX, INDEXES, MEMORY_INDEX, REBUILD_BATCH, Index
     from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
     from powercontext.search.queries import (
-        ExperienceSearchRow,
-        MemorySearchRow,
         search_context,
         search_experience,
         search_memory,
@@ -80,8 +79,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "index_experience_head": ("powercontext.search.maintenance", "index_experience_head"),
     "index_memberships": ("powercontext.search.maintenance", "index_memberships"),
     "unindex_memberships": ("powercontext.search.maintenance", "unindex_memberships"),
-    "ExperienceSearchRow": ("powercontext.search.queries", "ExperienceSearchRow"),
-    "MemorySearchRow": ("powercontext.search.queries", "MemorySearchRow"),
+    "ExperienceHit": ("powercontext.core.hits", "ExperienceHit"),
+    "MemoryHit": ("powercontext.core.hits", "MemoryHit"),
     "search_context": ("powercontext.search.queries", "search_context"),
     "search_experience": ("powercontext.search.queries", "search_experience"),
     "search_memory": ("powercontext.search.queries", "search_memory"),
@@ -119,9 +118,9 @@ __all__ = [
     "MEMORY_INDEX",
     "REBUILD_BATCH",
     "Engine",
-    "ExperienceSearchRow",
+    "ExperienceHit",
     "Index",
-    "MemorySearchRow",
+    "MemoryHit",
     "PostgresEngine",
     "SqliteEngine",
     "VerifyReport",

@@ -1,7 +1,7 @@
 """The two search indexes and the rows each should hold.
 
 Memory: one row per active membership of each scope's current head. Experience: one row per
-recallable Experience head (``powercontext.core.recall``), from its ``searchable_text``.
+recallable Experience head (``Artifact.recallable``), from its ``searchable_text``.
 Each index can list, from authoritative rows only, the document rows it should hold; rebuild
 and verify compare against that.
 """

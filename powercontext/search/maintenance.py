@@ -15,7 +15,6 @@ from powercontext.core.models import (
     MemoryMembership,
     MemorySearchDocument,
 )
-from powercontext.core.recall import is_recallable_experience
 from powercontext.search import analyzer, pending
 from powercontext.search.engines import engine
 from powercontext.search.vectors import add_experience_vector, add_vectors, remove_vectors_of_memberships
@@ -63,7 +62,7 @@ def index_experience_head(head: Artifact) -> None:
     a recallable head gets its new one here (``sync``) or from the embedder after commit."""
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
     ExperienceVector.objects.filter(head_id=head.pk).delete()
-    if is_recallable_experience(head):
+    if head.recallable:
         terms = head.searchable_text.split()
         ExperienceSearchDocument.objects.create(
             head_id=head.pk,

@@ -2,7 +2,8 @@
 
 Scope and head filtering happen inside the statement that ranks, and that statement also reads
 the head revision, so every hit of one search cites the revision that statement saw. Memory and
-Experience can be read by one statement (one snapshot, one round trip).
+Experience can be read by one statement (one snapshot, one round trip). Hits are the builder's
+own input types (``powercontext.core.hits``): what search returns, prepare builds from unchanged.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from django.db import connection
 
+from powercontext.core.hits import ArtifactRef, ExperienceContent, ExperienceHit, MemoryHit
 from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -23,7 +25,7 @@ from powercontext.core.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
-from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.core.recall import EXPERIENCE_FAMILY
 from powercontext.search import analyzer, bm25
 from powercontext.search.engines import Engine, engine, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
@@ -35,29 +37,6 @@ def _score(raw: float) -> float:
     return raw / (1.0 + raw)
 
 
-@dataclass(frozen=True)
-class MemorySearchRow:
-    membership_id: int
-    entry_id: str
-    entry_version_id: str
-    version: int
-    kind: str
-    text: str
-    score: float
-    head_revision: int
-    matched_by: tuple[str, ...] = ("fts",)  # the rankings that found it: "fts", "vector"
-
-
-@dataclass(frozen=True)
-class ExperienceSearchRow:
-    artifact_pk: int
-    family: str
-    artifact_id: str
-    revision: int
-    content: dict[str, Any]
-    score: float
-
-
 # The columns of every ranked query, in the UNION's order, each with the type of the NULL a query
 # selects where its source has no value. Rows are read back by these names, never by position.
 _COLUMNS: tuple[tuple[str, str], ...] = (
@@ -65,8 +44,6 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("pk", "bigint"),
     ("public_id", "text"),  # entry id / artifact id
     ("version_id", "text"),
-    ("version", "integer"),
-    ("kind", "text"),
     ("text", "text"),
     ("head_revision", "integer"),
     ("head_pk", "bigint"),  # Memory: the head's row id (BM25 figures are valid for one head)
@@ -122,8 +99,6 @@ _MEMORY_QUERY = _Ranked(
         "pk": "m.id",
         "public_id": "e.entry_id",
         "version_id": "v.entry_version_id",
-        "version": "v.version",
-        "kind": "v.kind",
         "text": "v.text",
         "head_revision": "a.current_revision",
         "head_pk": "a.id",
@@ -146,39 +121,53 @@ _EXPERIENCE_QUERY = _Ranked(
     },
     f" JOIN {Artifact._meta.db_table} a ON a.id = d.head_id"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision",
-    f"a.scope_id = %s AND {recallable_experience_sql('a')}",
+    "a.scope_id = %s AND a.recallable",
 )
 
 
-def _memory_row(record: Mapping[str, Any], score: float) -> MemorySearchRow:
-    return MemorySearchRow(
-        membership_id=record["pk"],
-        entry_id=record["public_id"],
-        entry_version_id=record["version_id"],
-        version=record["version"],
-        kind=record["kind"],
-        text=record["text"],
-        head_revision=record["head_revision"],
+def memory_hit(
+    pk: int, entry_id: str, entry_version_id: str, text: str, head_revision: int, **ranking: Any
+) -> MemoryHit:
+    """A Memory hit from its membership's columns, citing the head revision its statement read;
+    every Memory ranking builds its hits with this (``ranking``: score, channels)."""
+    return MemoryHit(
+        memory_ref=ArtifactRef(
+            family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=int(head_revision)
+        ),
+        entry_id=entry_id,
+        entry_version_id=entry_version_id,
+        text=text,
+        key=int(pk),
+        **ranking,
+    )
+
+
+def _memory_row(record: Mapping[str, Any], score: float) -> MemoryHit:
+    return memory_hit(
+        record["pk"],
+        record["public_id"],
+        record["version_id"],
+        record["text"],
+        record["head_revision"],
         score=score,
     )
 
 
-def experience_row(
-    pk: int, artifact_id: str, revision: int, content: Any, score: float
-) -> ExperienceSearchRow:
+def experience_row(pk: int, artifact_id: str, revision: int, content: Any, score: float) -> ExperienceHit:
     """An Experience hit from a head's columns (``content`` as the driver returns JSON: text on
-    SQLite, decoded on PostgreSQL); every Experience ranking builds its rows with this."""
-    return ExperienceSearchRow(
-        artifact_pk=int(pk),
-        family=EXPERIENCE_FAMILY,
-        artifact_id=str(artifact_id),
-        revision=int(revision),
-        content=json.loads(content) if isinstance(content, str) else content,
+    SQLite, decoded on PostgreSQL); every Experience ranking builds its hits with this."""
+    values = json.loads(content) if isinstance(content, str) else content
+    return ExperienceHit(
+        artifact_ref=ArtifactRef(
+            family=EXPERIENCE_FAMILY, artifact_id=str(artifact_id), revision=int(revision)
+        ),
+        content=ExperienceContent.from_mapping(values),
         score=score,
+        key=int(pk),
     )
 
 
-def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceSearchRow:
+def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceHit:
     return experience_row(
         record["pk"], record["public_id"], record["head_revision"], record["content"], score
     )
@@ -186,7 +175,7 @@ def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceSearch
 
 def _search(
     scope_id: str, query: str, limits: list[tuple[_Ranked, int]]
-) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """Run the ranked queries with a positive limit as ONE statement (one snapshot)."""
     terms = analyzer.query_terms(query)
     wanted = [(ranked, limit) for ranked, limit in limits if limit >= 1]
@@ -213,8 +202,8 @@ def _search(
             break
         # The Memory head moved since the figures were counted: count again, rank again.
         bm25.forget(scope_id)
-    memory: list[MemorySearchRow] = []
-    experience: list[ExperienceSearchRow] = []
+    memory: list[MemoryHit] = []
+    experience: list[ExperienceHit] = []
     for record in records:
         score = _score(db.relevance(record["relevance"]))
         if record["src"] == _MEMORY_QUERY.tag:
@@ -224,19 +213,19 @@ def _search(
     return memory, experience
 
 
-def search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+def search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
     """Ranked active entries of the scope's current Memory head, with the head's revision."""
     return _search(scope_id, query, [(_MEMORY_QUERY, limit)])[0]
 
 
-def search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceSearchRow]:
+def search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceHit]:
     """Ranked approved, current Experience heads of the scope, with their current content."""
     return _search(scope_id, query, [(_EXPERIENCE_QUERY, limit)])[1]
 
 
 def search_context(
     scope_id: str, query: str, *, memory_limit: int, experience_limit: int
-) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """Memory and Experience candidates for one prepare, read by one statement: one snapshot,
     one round trip. Each source keeps its own ranking and limit."""
     return _search(scope_id, query, [(_MEMORY_QUERY, memory_limit), (_EXPERIENCE_QUERY, experience_limit)])

@@ -21,7 +21,7 @@ from powercontext.core.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
-from powercontext.core.recall import is_recallable_experience, recallable_experience_heads
+from powercontext.core.recall import recallable_experience_heads
 from powercontext.search import bm25, embedding, vector_inprocess, vectors
 from powercontext.search.engines import Engine, engine
 from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, batched
@@ -456,7 +456,7 @@ def _store_experience_vectors(model: embedding.Embedder, computed: dict[int, tup
             vector=computed[pk][1],
         )
         for pk, head in sorted(heads.items())
-        if pk not in present and is_recallable_experience(head) and head.searchable_text == computed[pk][0]
+        if pk not in present and head.recallable and head.searchable_text == computed[pk][0]
     ]
     ExperienceVector.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)

@@ -38,6 +38,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from powercontext.core.hits import ExperienceHit
 from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -47,9 +48,8 @@ from powercontext.core.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
-from powercontext.core.recall import recallable_experience_sql
 from powercontext.search import embedding
-from powercontext.search.queries import ExperienceSearchRow, experience_row
+from powercontext.search.queries import experience_row
 
 MIB = 1024 * 1024
 
@@ -322,7 +322,7 @@ _IDS_AGGREGATE = {
 _EXPERIENCE_HITS_SQL = (
     f"SELECT a.id, a.current_revision, r.content FROM {Artifact._meta.db_table} a"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE a.scope_id = %s AND {recallable_experience_sql('a')} AND a.id IN ({{pks}})"
+    f" WHERE a.scope_id = %s AND a.recallable AND a.id IN ({{pks}})"
 )
 _EXPERIENCE_ROWS_SQL = (
     f"SELECT x.id, x.head_id, x.revision, x.model, a.artifact_id, x.vector"
@@ -440,7 +440,7 @@ def _read_experience(
 
 def rank_experience(
     scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
-) -> list[ExperienceSearchRow]:
+) -> list[ExperienceHit]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
     by head pk), each at the revision its vector was computed for.
 
@@ -463,7 +463,7 @@ def rank_experience(
         if key != vectors.key:
             vectors, heads = _read_experience(scope_id, model_id, vectors, key), None
             order, scores = _experience_order(vectors, query_vector)
-    found: list[ExperienceSearchRow] = []
+    found: list[ExperienceHit] = []
     start, chunk = 0, limit
     while len(found) < limit and start < len(order):
         batch = order[start : start + chunk]

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from django.db import connection
 
+from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
@@ -34,7 +35,7 @@ from powercontext.core.models import (
     MemoryMembership,
 )
 from powercontext.search import embedding, vector_inprocess
-from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow, search_context, search_memory
+from powercontext.search.queries import memory_hit, search_context, search_memory
 
 FTS_MODES = ("auto", "fts")
 VECTOR_MODES = ("vector", "hybrid")
@@ -113,7 +114,7 @@ def remove_vectors_of_memberships(membership_ids: Sequence[int]) -> None:
 # -- reads ------------------------------------------------------------------------------------------
 
 _HITS_SQL = (
-    f"SELECT m.id, e.entry_id, v.entry_version_id, v.version, v.kind, v.text, a.current_revision"
+    f"SELECT m.id, e.entry_id, v.entry_version_id, v.text, a.current_revision"
     f" FROM {MemoryMembership._meta.db_table} m"
     f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
     f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
@@ -123,7 +124,7 @@ _HITS_SQL = (
 )
 
 
-def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemorySearchRow]:
+def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit]:
     """The hits' rows, in ``ranked`` order, read by one statement (one head revision)."""
     if not ranked:
         return []
@@ -133,23 +134,11 @@ def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemorySea
         )
         found = {row[0]: row for row in cursor.fetchall()}
     return [
-        MemorySearchRow(
-            membership_id=pk,
-            entry_id=found[pk][1],
-            entry_version_id=found[pk][2],
-            version=found[pk][3],
-            kind=found[pk][4],
-            text=found[pk][5],
-            head_revision=found[pk][6],
-            score=score,
-            matched_by=("vector",),
-        )
-        for pk, score in ranked
-        if pk in found
+        memory_hit(*found[pk], score=score, matched_by=("vector",)) for pk, score in ranked if pk in found
     ]
 
 
-def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
     """The ``limit`` active entries of the scope's current head nearest to the query (cosine;
     ties by membership id), citing one head revision. Empty when the model is unavailable.
     The ranking is ``vector_inprocess.rank_memory``."""
@@ -157,19 +146,19 @@ def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySe
     if model is None or limit < 1:
         return []
     query_vector = model.embed_query(query)
-    rows: list[MemorySearchRow] = []
+    rows: list[MemoryHit] = []
     for _ in range(3):  # a write between the ranking and the rows: read again
         ranking = vector_inprocess.rank_memory(scope_id, model.model_id, query_vector, limit)
         if ranking is None or not ranking[1]:
             return []
         revision, ranked = ranking
         rows = _read_hits(scope_id, ranked)
-        if all(row.head_revision == revision for row in rows) and len(rows) == len(ranked):
+        if all(row.revision == revision for row in rows) and len(rows) == len(ranked):
             return rows
-    return [row for row in rows if row.head_revision == rows[0].head_revision] if rows else []
+    return [row for row in rows if row.revision == rows[0].revision] if rows else []
 
 
-def vector_search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceSearchRow]:
+def vector_search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceHit]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
     by head pk), each at the revision its vector was computed for. Empty when the model is
     unavailable."""
@@ -196,39 +185,35 @@ def _fused_order(rankings: Sequence[tuple[float, Sequence[int]]], limit: int) ->
     return [(key, min(1.0, fused[key] / best)) for key in order]
 
 
-def fuse(rankings: Sequence[tuple[float, Sequence[MemorySearchRow]]], limit: int) -> list[MemorySearchRow]:
+def fuse(rankings: Sequence[tuple[float, Sequence[MemoryHit]]], limit: int) -> list[MemoryHit]:
     """Weighted reciprocal-rank fusion of Memory rankings (``_fused_order``, keyed by membership
     id); each row carries the channels that found it."""
-    rows: dict[int, MemorySearchRow] = {}
+    rows: dict[int, MemoryHit] = {}
     channels: dict[int, list[str]] = {}
     for _, ranking in rankings:
         for row in ranking:
-            rows.setdefault(row.membership_id, row)
-            seen = channels.setdefault(row.membership_id, [])
+            rows.setdefault(row.key, row)
+            seen = channels.setdefault(row.key, [])
             seen.extend(channel for channel in row.matched_by if channel not in seen)
-    order = _fused_order(
-        [(weight, [row.membership_id for row in ranking]) for weight, ranking in rankings], limit
-    )
+    order = _fused_order([(weight, [row.key for row in ranking]) for weight, ranking in rankings], limit)
     return [replace(rows[pk], score=score, matched_by=tuple(sorted(channels[pk]))) for pk, score in order]
 
 
 def fuse_experience(
-    rankings: Sequence[tuple[float, Sequence[ExperienceSearchRow]]], limit: int
-) -> list[ExperienceSearchRow]:
+    rankings: Sequence[tuple[float, Sequence[ExperienceHit]]], limit: int
+) -> list[ExperienceHit]:
     """The same fusion over Experience rankings, keyed by head pk."""
-    rows: dict[int, ExperienceSearchRow] = {}
+    rows: dict[int, ExperienceHit] = {}
     for _, ranking in rankings:
         for row in ranking:
-            rows.setdefault(row.artifact_pk, row)
-    order = _fused_order(
-        [(weight, [row.artifact_pk for row in ranking]) for weight, ranking in rankings], limit
-    )
+            rows.setdefault(row.key, row)
+    order = _fused_order([(weight, [row.key for row in ranking]) for weight, ranking in rankings], limit)
     return [replace(rows[pk], score=score) for pk, score in order]
 
 
 def _hybrid(
     scope_id: str, query: str, limit: int, experience_limit: int
-) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     depth = max(limit, FUSION_DEPTH)
     for _ in range(3):
         lexical, experience = (
@@ -237,7 +222,7 @@ def _hybrid(
             else (search_memory(scope_id, query, depth), [])
         )
         semantic = vector_search_memory(scope_id, query, depth)
-        revisions = {row.head_revision for row in (*lexical, *semantic)}
+        revisions = {row.revision for row in (*lexical, *semantic)}
         if len(revisions) <= 1:
             return fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit), experience
     return lexical[:limit], experience  # the head kept moving: lexical alone is consistent
@@ -245,7 +230,7 @@ def _hybrid(
 
 def _hybrid_context(
     scope_id: str, query: str, limit: int, experience_limit: int
-) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """Both windows by fusion; the Experience full-text ranking is read to ``FUSION_DEPTH``."""
     depth = max(limit, FUSION_DEPTH)
     experience_depth = max(experience_limit, FUSION_DEPTH)
@@ -254,7 +239,7 @@ def _hybrid_context(
             scope_id, query, memory_limit=depth, experience_limit=experience_depth
         )
         semantic = vector_search_memory(scope_id, query, depth)
-        consistent = len({row.head_revision for row in (*lexical, *semantic)}) <= 1
+        consistent = len({row.revision for row in (*lexical, *semantic)}) <= 1
         if consistent:
             break
     experience = fuse_experience(
@@ -271,19 +256,19 @@ def _hybrid_context(
     return memory, experience
 
 
-def hybrid_search_memory(scope_id: str, query: str, limit: int) -> list[MemorySearchRow]:
+def hybrid_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
     return _hybrid(scope_id, query, limit, 0)[0]
 
 
 def hybrid_search_context(
     scope_id: str, query: str, *, memory_limit: int, experience_limit: int
-) -> tuple[list[MemorySearchRow], list[ExperienceSearchRow]]:
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """``search_context`` with both windows ranked by hybrid fusion (Memory and Experience each
     fuse their full-text and vector rankings)."""
     return _hybrid_context(scope_id, query, memory_limit, experience_limit)
 
 
-def search_memory_mode(scope_id: str, query: str, limit: int, mode: str) -> tuple[str, list[MemorySearchRow]]:
+def search_memory_mode(scope_id: str, query: str, limit: int, mode: str) -> tuple[str, list[MemoryHit]]:
     """Search in ``mode`` (``auto`` = ``best_mode()``); returns the mode used and the rows.
     The caller checks that ``mode`` is available."""
     resolved = best_mode() if mode == "auto" else mode

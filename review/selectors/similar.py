@@ -155,16 +155,17 @@ def similar_experiences(
     query = " ".join(families.EXPERIENCE.searchable_values(proposal))
     found: list[Similar] = []
     for hit in search.search_experience(scope_id, query, APPROVED_SEARCH):
-        if hit.artifact_id in skip:
+        if hit.artifact_ref.artifact_id in skip:
             continue
+        content = hit.content.as_mapping()
         found.append(
             Similar(
                 status="approved",
-                similarity=similarity(mine, terms(hit.content)),
-                title=_title(hit.content),
-                artifact_id=hit.artifact_id,
-                revision=hit.revision,
-                artifact_pk=hit.artifact_pk,
+                similarity=similarity(mine, terms(content)),
+                title=_title(content),
+                artifact_id=hit.artifact_ref.artifact_id,
+                revision=hit.artifact_ref.revision,
+                artifact_pk=hit.key,
             )
         )
     pending = Candidate.objects.filter(

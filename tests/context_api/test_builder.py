@@ -73,9 +73,10 @@ def exp(
 def build(
     memory_hits=(), experience_hits=(), *, memory_ref=HEAD, max_bytes=DEFAULT_MAX_BYTES
 ) -> PreparedContext:
-    return PreparedContextBuilder().build(
+    built = PreparedContextBuilder().build(
         memory_ref=memory_ref, memory_hits=memory_hits, experience_hits=experience_hits, max_bytes=max_bytes
     )
+    return built.context
 
 
 def envelope(result: PreparedContext) -> dict:
@@ -734,7 +735,7 @@ def test_it_is_deterministic_and_does_not_touch_its_inputs():
         memory_ref=HEAD, memory_hits=tuple(hits), experience_hits=experiences, max_bytes=1234
     )
 
-    assert first == second
+    assert first == second.context
     assert (hits, experiences) == snapshot
 
 

@@ -128,12 +128,13 @@ def cases(draw, *, max_memory: int = 16, max_experience: int = 8, budget=budgets
 
 
 def build(head, memories, experiences, max_bytes) -> PreparedContext:
-    return PreparedContextBuilder().build(
+    built = PreparedContextBuilder().build(
         memory_ref=head,
         memory_hits=memories,
         experience_hits=experiences,
         max_bytes=max_bytes,
     )
+    return built.context
 
 
 def experience_source(content: ExperienceContent) -> str:

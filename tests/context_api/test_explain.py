@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,24 +14,42 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from hypothesis import given
 
+from powercontext.prepare import explain as explain_module
 from powercontext.prepare import explain_selectors as prepare_explain
 from powercontext.prepare.builder import (
     BEGIN_MARKER,
     END_MARKER,
+    EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
     ArtifactRef,
-    BuilderInvariantError,
+    Built,
+    Decision,
     ExperienceContent,
     ExperienceHit,
     MemoryHit,
     PreparedContext,
+    PreparedContextBuilder,
+    render_content,
+    window,
 )
-from powercontext.prepare.explain import SKIP_REASONS, explain, summarize
+from powercontext.prepare.explain import SKIP_REASONS, candidate_dict, citation, explain, summarize
 from powercontext.prepare.selection import ContextCandidates
 from tests.conftest import Api
 from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
 
-# -- the pure trace agrees with the builder -------------------------------------------------------
+# -- the formatted trace agrees with the built content ----------------------------------------
+
+
+def explained_build(memory_ref, memory_hits, experience_hits, max_bytes):
+    """What prepare does: cut at the candidate windows, build once, format the trace."""
+    memories, memory_dropped = window("memory", memory_hits, MEMORY_CANDIDATE_WINDOW)
+    experiences, experience_dropped = window("experience", experience_hits, EXPERIENCE_CANDIDATE_WINDOW)
+    built = PreparedContextBuilder().build(
+        memory_ref=memory_ref, memory_hits=memories, experience_hits=experiences, max_bytes=max_bytes
+    )
+    return explain(
+        built, memory_ref=memory_ref, max_bytes=max_bytes, dropped=(*memory_dropped, *experience_dropped)
+    )
 
 
 def admitted_citations(prepared: PreparedContext) -> list[dict[str, Any]]:
@@ -45,21 +65,19 @@ def traced_citations(explained) -> list[dict[str, Any]]:
     result = []
     for trace in explained.admitted:
         if trace.source == "memory":
-            result.append({"memory_ref": explained.as_dict()["memory_ref"], **trace.citation})
+            result.append({"memory_ref": explained.as_dict()["memory_ref"], **citation(trace)})
         else:
-            result.append(trace.citation)
+            result.append(citation(trace))
     return result
 
 
 @DETERMINISTIC
 @given(cases())
-def test_explain_agrees_with_build_on_admitted_citations_and_bytes(case):
+def test_the_trace_agrees_with_the_built_content_on_admitted_citations_and_bytes(case):
     head, memories, experiences, max_bytes = case
     built = build(head, memories, experiences, max_bytes)
 
-    explained = explain(
-        memory_ref=head, memory_hits=memories, experience_hits=experiences, max_bytes=max_bytes
-    )
+    explained = explained_build(head, memories, experiences, max_bytes)
 
     assert explained.prepared == built
     assert traced_citations(explained) == admitted_citations(built)
@@ -67,6 +85,7 @@ def test_explain_agrees_with_build_on_admitted_citations_and_bytes(case):
         *(("memory", r) for r in range(1, len(memories) + 1)),
         *(("experience", r) for r in range(1, len(experiences) + 1)),
     ]
+    assert [t.hit for t in explained.candidates] == [*memories, *experiences]
     for trace in explained.candidates:
         assert trace.decision in {"admitted", "duplicate", "skipped"}
         assert (trace.reason is not None) == (trace.decision == "skipped")
@@ -76,6 +95,9 @@ def test_explain_agrees_with_build_on_admitted_citations_and_bytes(case):
     if built.content is not None:
         contents = [t.content_bytes for t in explained.admitted]
         assert sum(contents) < built.content_bytes <= max_bytes
+        # The envelope, one "," between items and the items themselves: the whole content.
+        envelope = len(built.content.encode("utf-8")) - sum(t.item_bytes for t in explained.admitted)
+        assert envelope == len(render_content(()).encode("utf-8")) + len(contents) - 1
 
 
 def memory(entry: str, text: str, head: ArtifactRef = HEAD) -> MemoryHit:
@@ -101,7 +123,7 @@ def test_each_skip_reason_is_named():
     hits += [memory(f"m{i}", f"note {i}") for i in range(MEMORY_CANDIDATE_WINDOW)]  # 19 hits
     experiences = [experience("x1"), experience("x1"), experience("x2"), experience("x3")]
 
-    explained = explain(memory_ref=HEAD, memory_hits=hits, experience_hits=experiences, max_bytes=8000)
+    explained = explained_build(HEAD, hits, experiences, 8000)
 
     assert decisions(explained) == [
         ("memory", 1, "admitted", None),
@@ -124,7 +146,7 @@ def test_the_summary_counts_each_decision_and_holds_no_text_or_id():
     hits += [memory(f"m{i}", f"note {i}") for i in range(MEMORY_CANDIDATE_WINDOW)]
     hits.append(memory("big", "a" * 3000))  # beyond the window
     experiences = [experience("x1"), experience("x1"), experience("x2"), experience("x3")]
-    explained = explain(memory_ref=HEAD, memory_hits=hits, experience_hits=experiences, max_bytes=8000)
+    explained = explained_build(HEAD, hits, experiences, 8000)
 
     summary = summarize(explained)
 
@@ -144,42 +166,70 @@ def test_the_summary_counts_each_decision_and_holds_no_text_or_id():
     assert all(isinstance(value, int | bool | tuple) for value in vars(summary).values())
 
 
-def test_a_prepared_result_passed_in_is_checked_not_trusted():
-    hits = [memory("e1", "first")]
-    built = build(HEAD, hits, [], 8000)
-
-    assert (
-        explain(
-            memory_ref=HEAD, memory_hits=hits, experience_hits=[], max_bytes=8000, prepared=built
-        ).prepared
-        is built
+def test_explain_formats_the_trace_it_is_given_and_builds_nothing():
+    hits = [memory("e1", "first"), memory("e2", "second")]
+    built = PreparedContextBuilder().build(
+        memory_ref=HEAD, memory_hits=hits, experience_hits=[], max_bytes=8000
     )
-    with pytest.raises(BuilderInvariantError):
-        explain(
-            memory_ref=HEAD,
-            memory_hits=hits,
-            experience_hits=[],
-            max_bytes=8000,
-            prepared=PreparedContext.empty(),
-        )
+    # A trace that disagrees with the content is shown as given: explain never rebuilds.
+    forged = Built(built.context, (Decision("memory", 1, hits[1], "skipped", reason="over_budget"),))
+
+    explained = explain(forged, memory_ref=HEAD, max_bytes=8000)
+
+    assert explained.prepared is built.context
+    assert decisions(explained) == [("memory", 1, "skipped", "over_budget")]
+    assert explained.candidates[0].hit is hits[1]
+    assert [t.hit for t in built.trace] == hits and all(t.decision == "admitted" for t in built.trace)
+
+
+def test_hits_selection_dropped_are_shown_with_its_reason_in_rank_order():
+    hits = [memory("e1", "first"), memory("e2", "second")]
+    built = PreparedContextBuilder().build(
+        memory_ref=HEAD, memory_hits=hits[:1], experience_hits=[experience("x1")], max_bytes=8000
+    )
+    floor = "below relevance floor"
+    dropped = (
+        Decision("experience", 2, experience("x2"), "skipped", reason=floor),
+        Decision("memory", 2, hits[1], "skipped", reason=floor),
+    )
+
+    explained = explain(built, memory_ref=HEAD, max_bytes=8000, dropped=dropped)
+
+    assert decisions(explained) == [
+        ("memory", 1, "admitted", None),
+        ("memory", 2, "skipped", floor),
+        ("experience", 1, "admitted", None),
+        ("experience", 2, "skipped", floor),
+    ]
+    summary = summarize(explained)
+    assert (summary.memory_candidates, summary.experience_candidates) == (2, 2)
+    assert sum(summary.skipped) == 0  # a reason of selection's own has no aggregate counter
 
 
 def test_truncation_is_attributed_to_the_source_cap_or_the_budget():
-    capped = explain(
-        memory_ref=HEAD, memory_hits=[memory("e1", "a" * 3000)], experience_hits=[], max_bytes=8000
-    )
-    cut = explain(memory_ref=HEAD, memory_hits=[memory("e1", "a" * 3000)], experience_hits=[], max_bytes=800)
-    neither = explain(
-        memory_ref=HEAD,
-        memory_hits=[memory("e1", "a" * 3000), memory("e2", "b" * 100)],
-        experience_hits=[],
-        max_bytes=800,
-    )
+    capped = explained_build(HEAD, [memory("e1", "a" * 3000)], [], 8000)
+    cut = explained_build(HEAD, [memory("e1", "a" * 3000)], [], 800)
+    neither = explained_build(HEAD, [memory("e1", "a" * 3000), memory("e2", "b" * 100)], [], 800)
 
     assert decisions(capped) == [("memory", 1, "admitted", "source_cap")]
-    assert capped.candidates[0].content_bytes == 2000 and capped.candidates[0].source_bytes == 3000
+    row = candidate_dict(capped.candidates[0])
+    assert row["content_bytes"] == 2000 and row["source_bytes"] == 3000 and row["truncated"] is True
     assert decisions(cut) == [("memory", 1, "admitted", "budget")]
     assert decisions(neither)[1] == ("memory", 2, "skipped", "over_budget")
+    assert neither.candidates[1].attempt == 2
+
+
+def test_explain_uses_only_the_builders_public_names():
+    """Explain formats the trace; it cannot re-run the builder's private selection or fitting."""
+    tree = ast.parse(Path(explain_module.__file__).read_text(encoding="utf-8"))
+    imported = [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "powercontext.prepare.builder"
+        for alias in node.names
+    ]
+    assert imported and not [name for name in imported if name.startswith("_")]
+    assert "PreparedContextBuilder" not in imported
 
 
 # -- manage.py explain_prepare ------------------------------------------------------------------

@@ -4,16 +4,19 @@ compare-and-swap makes either of them fail with a conflict and write nothing."""
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.apps import apps
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import F, Q
 
 from powercontext.core.exceptions import ArtifactConflict, InvariantFailure, RevisionConflict
 from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.memory import artifacts
+from powercontext.memory import services as services_memory
 from review import services
 from tests.powercontext.factories import citation_of, make_memory
 from tests.review.factories import experience_proposal, make_approved, make_candidate, make_reviewer
@@ -183,3 +186,79 @@ def test_an_approved_experience_keeps_what_became_searchable_on_its_revision() -
         "herd" in second.searchable_text
         and second.searchable_text == Artifact.objects.get(pk=head.pk).searchable_text
     )
+
+
+# -- Artifact.recallable: set by the kernel, equal to the rule it replaced ----------------------
+
+# The four conditions recall used to spell out on every query, written here independently.
+OLD_RULE = Q(family="experience", state="active", current_revision__gte=1) & ~Q(searchable_text="")
+
+
+def assert_recallable_is_the_old_rule() -> None:
+    expected = set(Artifact.objects.filter(OLD_RULE).values_list("pk", flat=True))
+    assert set(Artifact.objects.filter(recallable=True).values_list("pk", flat=True)) == expected
+    assert Artifact.objects.exists()
+
+
+def test_the_recallable_column_equals_the_old_rule_after_every_kind_of_write() -> None:
+    reviewer = make_reviewer()
+    note = make_memory("repo", "a remembered note")  # the Memory head: never recallable
+    revised = services_memory.memory_revise(
+        scope_id="repo", citation=citation_of(note), kind="note", text="revised"
+    )
+    assert_recallable_is_the_old_rule()
+
+    approved, first = make_approved("repo", reviewer=reviewer)  # approve: a new Experience head
+    make_approved("repo", "skill", reviewer=reviewer)  # a Skill head: approved, never recalled
+    assert_recallable_is_the_old_rule()
+    head = Artifact.objects.get(pk=approved.result_head_id)
+    assert head.recallable
+
+    # Supersede: an approval targeting the head moves it to revision 2.
+    make_approved(
+        "repo",
+        reviewer=reviewer,
+        proposal=experience_proposal(lesson="a later lesson"),
+        target=first,
+        artifact_refs=[first],
+    )
+    head.refresh_from_db()
+    assert head.current_revision == 2 and head.recallable
+    assert_recallable_is_the_old_rule()
+
+    mutation = services_memory.memory_retire(scope_id="repo", citation=citation_of(revised))
+    assert mutation.revision == 3
+    with transaction.atomic():  # retire the Experience head
+        artifacts.artifact_head_retire(head=Artifact.objects.select_for_update().get(pk=head.pk))
+    head.refresh_from_db()
+    assert head.state == Artifact.State.RETIRED and not head.recallable
+    assert_recallable_is_the_old_rule()
+
+    # A revision of a retired head makes it active, hence recallable, again.
+    make_approved(
+        "repo",
+        reviewer=reviewer,
+        proposal=experience_proposal(lesson="back again"),
+        target={**first, "revision": 2},
+        artifact_refs=[{**first, "revision": 2}],
+    )
+    head.refresh_from_db()
+    assert head.current_revision == 3 and head.recallable
+    assert_recallable_is_the_old_rule()
+
+
+def test_the_migration_backfills_the_column_from_the_old_rule() -> None:
+    reviewer = make_reviewer()
+    make_memory("repo", "a note")
+    make_approved("repo", reviewer=reviewer)
+    make_approved("repo", "skill", reviewer=reviewer)
+    _, retired = make_approved("other", reviewer=reviewer)
+    with transaction.atomic():
+        artifacts.artifact_head_retire(head=Artifact.objects.get(artifact_id=retired["artifact_id"]))
+    Artifact.objects.update(recallable=False)  # as before the column existed
+
+    migration = import_module("powercontext.core.migrations.0018_artifact_recallable")
+    migration.backfill(apps, SimpleNamespace(connection=connection))  # it reads only the alias
+
+    assert Artifact.objects.filter(recallable=True).count() == 1
+    assert_recallable_is_the_old_rule()

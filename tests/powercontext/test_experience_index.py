@@ -11,7 +11,10 @@ from tests.powercontext.test_search_context import approve_experience
 
 
 def recall(scope: str, query: str) -> list[tuple[str, int]]:
-    return [(row.artifact_id, row.revision) for row in search.search_experience(scope, query, 8)]
+    return [
+        (hit.artifact_ref.artifact_id, hit.artifact_ref.revision)
+        for hit in search.search_experience(scope, query, 8)
+    ]
 
 
 @pytest.mark.django_db

@@ -15,8 +15,10 @@ from django.db.models import Count, Max
 from django.test.utils import CaptureQueriesContext
 
 from powercontext import search
+from powercontext.core.hits import ExperienceContent
 from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVector
-from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_sql
+from powercontext.core.recall import EXPERIENCE_FAMILY
+from powercontext.memory.artifacts import artifact_head_retire
 from powercontext.prepare.selection import context_candidates
 from powercontext.search import embedding, pending, rebuild, vector_inprocess
 from review import services as review
@@ -131,7 +133,7 @@ def test_the_embedder_stores_nothing_for_a_head_that_moved_while_it_embedded(
     head = approve("ev", STATUE)
     batch = search.missing_vectors("ev", 10)
     with transaction.atomic():
-        Artifact.objects.filter(pk=head.pk).update(state=Artifact.State.RETIRED)
+        Artifact.objects.filter(pk=head.pk).update(state=Artifact.State.RETIRED, recallable=False)
 
     assert rebuild.store_vectors(embeddings, batch) == 0
     assert vector_of(head) is None
@@ -156,10 +158,8 @@ def test_a_new_revision_replaces_the_vector_and_a_retired_head_loses_it(embeddin
     assert new.revision == 2 and new.pk != old.pk and new.vector != old.vector
     assert result_ref(approved)["revision"] == 1
 
-    with transaction.atomic():  # as a writer retiring the head would, in its transaction
-        head.state = Artifact.State.RETIRED
-        head.save(update_fields=["state"])
-        search.index_experience_head(head)
+    with transaction.atomic():  # the artifact kernel retires the head, in its transaction
+        artifact_head_retire(head=head)
     assert vector_of(head) is None
     assert search.verify_index(scope_id="ev").ok
 
@@ -174,7 +174,9 @@ def test_verify_counts_experience_vectors_and_repair_restores_them(embeddings: A
     ExperienceVector.objects.filter(head_id=heads[1].pk).update(vector=b"\0" * 4 * embedding.DIMENSIONS)
     ExperienceVector.objects.filter(head_id=heads[2].pk).update(revision=7)
     retired = heads[3]
-    Artifact.objects.filter(pk=retired.pk).update(state=Artifact.State.RETIRED)  # its vector is now extra
+    Artifact.objects.filter(pk=retired.pk).update(
+        state=Artifact.State.RETIRED, recallable=False
+    )  # its vector is now extra
     report = search.verify_index()
 
     assert not report.ok
@@ -190,7 +192,7 @@ def test_verify_counts_experience_vectors_and_repair_restores_them(embeddings: A
 @pytest.mark.django_db
 def test_prepare_ranks_an_experience_found_only_by_meaning_into_its_window(embeddings: Any) -> None:
     seed_window()
-    lexical = [row.content["situation"] for row in search.search_experience("ev", QUERY, 32)]
+    lexical = [hit.content.situation for hit in search.search_experience("ev", QUERY, 32)]
     assert lexical == [DASHBOARD["situation"]]  # full text finds only the word match
 
     assert window("ev", QUERY) == [DASHBOARD["situation"], STATUE["situation"]]
@@ -227,7 +229,7 @@ _UNCACHED_SQL = (
     f" FROM {ExperienceVector._meta.db_table} x"
     f" JOIN {Artifact._meta.db_table} a ON a.id = x.head_id AND a.current_revision = x.revision"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND {recallable_experience_sql('a')}"
+    f" WHERE x.scope_id = %s AND a.scope_id = %s AND x.model = %s AND a.recallable"
 )
 
 
@@ -238,15 +240,21 @@ def uncached(scope: str, query_vector: Any, limit: int) -> list[tuple[int, str, 
     scored = [(float(np.dot(embedding.from_bytes(row[4]), query_vector)), int(row[0]), row) for row in rows]
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [
-        (pk, str(row[1]), int(row[2]), json.loads(row[3]) if isinstance(row[3], str) else row[3], score)
+        (
+            pk,
+            str(row[1]),
+            int(row[2]),
+            ExperienceContent.from_mapping(json.loads(row[3]) if isinstance(row[3], str) else row[3]),
+            score,
+        )
         for score, pk, row in scored[:limit]
     ]
 
 
 def cached(scope: str, query_vector: Any, limit: int) -> list[tuple[int, str, int, Any, float]]:
     return [
-        (row.artifact_pk, row.artifact_id, row.revision, row.content, row.score)
-        for row in vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query_vector, limit)
+        (hit.key, hit.artifact_ref.artifact_id, hit.artifact_ref.revision, hit.content, hit.score)
+        for hit in vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query_vector, limit)
     ]
 
 
@@ -274,6 +282,7 @@ def seed_heads(
             artifact_id=f"exp_{n}",
             current_revision=1,
             searchable_text=f"lesson {n}",
+            recallable=True,
         )
         ArtifactRevision.objects.create(
             head=head,
@@ -326,11 +335,9 @@ def test_the_cached_ranking_equals_a_full_read_after_approve_revise_retire_and_r
     assert_same_ranking("ev", query)
     assert [row[2] for row in cached("ev", query, 32) if row[0] == statue.pk] == [2]
 
-    with transaction.atomic():  # retire the statue, as a retiring writer would
+    with transaction.atomic():  # retire the statue through the artifact kernel
         statue.refresh_from_db()
-        statue.state = Artifact.State.RETIRED
-        statue.save(update_fields=["state"])
-        search.index_experience_head(statue)
+        artifact_head_retire(head=statue)
     assert statue.pk not in assert_same_ranking("ev", query)
 
     dashboard = Artifact.objects.get(scope_id="ev", searchable_text__contains="dashboard")
@@ -356,7 +363,7 @@ def test_a_warm_cache_never_returns_a_retired_or_superseded_head() -> None:
 
     # Heads changed behind the cache, their vectors left in place (a write racing the key read,
     # or a writer that skipped the index): the key is unchanged, the hits read catches both.
-    Artifact.objects.filter(pk=retired.pk).update(state=Artifact.State.RETIRED)
+    Artifact.objects.filter(pk=retired.pk).update(state=Artifact.State.RETIRED, recallable=False)
     ArtifactRevision.objects.create(
         head=superseded,
         scope_id="ev",

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from powercontext import search
+from powercontext.core.hits import ArtifactRef
 from powercontext.memory.sources import source_capture
 from review import services as review
 from tests.powercontext.factories import make_memory
@@ -41,11 +42,13 @@ def test_both_sources_come_back_ranked_with_their_own_limits() -> None:
     memory, experience = search.search_context("ctx", "deploy", memory_limit=16, experience_limit=8)
 
     assert len(memory) == 16 and len(experience) == 8
-    assert {row.head_revision for row in memory} == {20}
-    assert all(row.family == "experience" and row.revision == 1 for row in experience)
+    assert {hit.memory_ref for hit in memory} == {ArtifactRef("memory", "memory", 20)}
+    assert all(
+        hit.artifact_ref.family == "experience" and hit.artifact_ref.revision == 1 for hit in experience
+    )
     assert [r.score for r in memory] == sorted((r.score for r in memory), reverse=True)
     assert [r.score for r in experience] == sorted((r.score for r in experience), reverse=True)
-    assert all(row.content["lesson"].startswith("deploy lesson") for row in experience)
+    assert all(hit.content.lesson.startswith("deploy lesson") for hit in experience)
 
 
 @pytest.mark.django_db

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from powercontext import search
+from powercontext.core.hits import ArtifactRef
 from powercontext.core.models import MemoryEntryVector
 from powercontext.memory import services as memory_services
 from powercontext.memory.selectors import memory_search
@@ -248,15 +249,16 @@ def test_a_model_that_fails_to_load_is_tried_once_and_logged() -> None:
 
 
 def test_fusion_weights_ranks_and_merges_channels() -> None:
-    def row(pk: int, channel: str) -> search.MemorySearchRow:
-        return search.MemorySearchRow(pk, f"e{pk}", f"v{pk}", 1, "note", f"t{pk}", 0.5, 3, (channel,))
+    def row(pk: int, channel: str) -> search.MemoryHit:
+        head = ArtifactRef("memory", "memory", 3)
+        return search.MemoryHit(head, f"e{pk}", f"v{pk}", f"t{pk}", 0.5, (channel,), key=pk)
 
     lexical = [row(1, "fts"), row(2, "fts")]
     semantic = [row(2, "vector"), row(3, "vector")]
 
     fused = vectors.fuse([(1.0, lexical), (0.8, semantic)], 10)
 
-    assert [r.membership_id for r in fused] == [2, 1, 3]
+    assert [r.key for r in fused] == [2, 1, 3]
     assert fused[0].matched_by == ("fts", "vector") and fused[0].score == pytest.approx(
         (1.0 / (vectors.RRF_K + 2) + 0.8 / (vectors.RRF_K + 1)) / (1.8 / (vectors.RRF_K + 1))
     )

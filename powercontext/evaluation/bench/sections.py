@@ -58,7 +58,7 @@ def _bench_builder_case(texts: list[str], samples: int) -> dict[str, Any]:
     head = ArtifactRef("memory", "memory", 7)
     hits = [MemoryHit(head, f"mem_ent_{i:032x}", f"mem_ver_{i:032x}", text) for i, text in enumerate(texts)]
     builder = PreparedContextBuilder()
-    result = builder.build(memory_ref=head, memory_hits=hits, experience_hits=[], max_bytes=8000)
+    result = builder.build(memory_ref=head, memory_hits=hits, experience_hits=[], max_bytes=8000).context
     assert result.content is not None
     items = json.loads(result.content[len(CONTENT_PREFIX) : -len(CONTENT_SUFFIX)])["items"]
     build = timed(

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from powercontext.core.families import EXPERIENCE
 from powercontext.pipeline.generation import (
     ExperienceItem,
     GeneratorResult,
@@ -58,7 +59,7 @@ from the code are not worth remembering. Empty lists are a good, common answer.
 _STRING = {"type": "string"}
 _EVIDENCE = {"type": "array", "items": _STRING}
 MEMORY_FIELDS = ("kind", "text")
-EXPERIENCE_FIELDS = ("situation", "action", "outcome", "lesson")
+EXPERIENCE_FIELDS = EXPERIENCE.field_names
 
 
 def _item_schema(fields: tuple[str, ...]) -> dict[str, Any]:
