@@ -33,7 +33,7 @@ from django.db import connection, transaction  # noqa: E402
 
 from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVector  # noqa: E402
 from powercontext.core.recall import EXPERIENCE_FAMILY  # noqa: E402
-from powercontext.search import embedding, vector_inprocess  # noqa: E402
+from powercontext.search import embedding, vector_cache, vector_inprocess  # noqa: E402
 
 SIZES = (50, 500)
 SAMPLES = 200
@@ -166,7 +166,7 @@ def main() -> None:
                 with connection.cursor() as cursor:  # planner statistics, as a live database has
                     for model in (Artifact, ArtifactRevision, ExperienceVector):
                         cursor.execute(f"ANALYZE {model._meta.db_table}")
-                vector_inprocess.clear_cache()
+                vector_cache.clear_cache()
 
                 def cached(scope: str = scope) -> list[Any]:
                     return vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query, LIMIT)
@@ -179,7 +179,7 @@ def main() -> None:
                         "uncached_ms": (None, lambda scope=scope: rank_uncached(scope, query, LIMIT)),
                         "warm_ms": (cached, cached),  # warmed by its setup call
                         "after_a_write_ms": (lambda scope=scope: replace_vector(scope, rng), cached),
-                        "cold_ms": (vector_inprocess.clear_cache, cached),
+                        "cold_ms": (vector_cache.clear_cache, cached),
                     }
                 )
             raise _Rollback

@@ -22,7 +22,7 @@ from powercontext.prepare.builder import (
 )
 from powercontext.prepare.explain import Explanation, candidate_dict, citation, explain, source_text
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import vector_inprocess
+from powercontext.search import vector_cache
 
 PREVIEW_CHARS = 40
 ID_CHARS = 12
@@ -71,7 +71,7 @@ class ExplainReport:
     search_mode: str
     explanation: Explanation
     show_text: bool
-    # This process's vector cache after the prepare (``vector_inprocess.cache_stats``: bytes
+    # This process's vector cache after the prepare (``vector_cache.cache_stats``: bytes
     # held, the bound, scopes cached); None when the mode used no vectors (fts).
     vector_cache: dict[str, int] | None = None
 
@@ -85,8 +85,8 @@ class ExplainReport:
         """The cache line both renderers show: "vector cache 14.7 of 256 MiB, 1 scope"."""
         if self.vector_cache is None:
             return None
-        used = self.vector_cache["bytes"] / vector_inprocess.MIB
-        bound = self.vector_cache["bound_bytes"] / vector_inprocess.MIB
+        used = self.vector_cache["bytes"] / vector_cache.MIB
+        bound = self.vector_cache["bound_bytes"] / vector_cache.MIB
         scopes = self.vector_cache["scopes"]
         return f"vector cache {used:.1f} of {bound:g} MiB, {scopes} scope{'' if scopes == 1 else 's'}"
 
@@ -154,7 +154,7 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         max_bytes=max_bytes,
     )
     explained = explain(built, memory_ref=found.memory_ref, max_bytes=max_bytes, dropped=found.dropped)
-    cache = vector_inprocess.cache_stats() if mode in {"vector", "hybrid"} else None
+    cache = vector_cache.cache_stats() if mode in {"vector", "hybrid"} else None
     return ExplainReport(
         scope_id=scope_id,
         search_mode=mode,

@@ -45,15 +45,8 @@ if TYPE_CHECKING:
         search_experience,
         search_memory,
     )
-    from powercontext.search.rebuild import (
-        VerifyReport,
-        count_expected,
-        missing_vectors,
-        rebuild_index,
-        rebuild_vectors,
-        scopes_missing_vectors,
-        verify_index,
-    )
+    from powercontext.search.rebuild import VerifyReport, count_expected, rebuild_index, verify_index
+    from powercontext.search.vector_index import missing_vectors, rebuild_vectors, scopes_missing_vectors
     from powercontext.search.vectors import (
         available_modes,
         best_mode,
@@ -86,10 +79,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "search_memory": ("powercontext.search.queries", "search_memory"),
     "VerifyReport": ("powercontext.search.rebuild", "VerifyReport"),
     "count_expected": ("powercontext.search.rebuild", "count_expected"),
-    "missing_vectors": ("powercontext.search.rebuild", "missing_vectors"),
+    "missing_vectors": ("powercontext.search.vector_index", "missing_vectors"),
     "rebuild_index": ("powercontext.search.rebuild", "rebuild_index"),
-    "rebuild_vectors": ("powercontext.search.rebuild", "rebuild_vectors"),
-    "scopes_missing_vectors": ("powercontext.search.rebuild", "scopes_missing_vectors"),
+    "rebuild_vectors": ("powercontext.search.vector_index", "rebuild_vectors"),
+    "scopes_missing_vectors": ("powercontext.search.vector_index", "scopes_missing_vectors"),
     "verify_index": ("powercontext.search.rebuild", "verify_index"),
     "available_modes": ("powercontext.search.vectors", "available_modes"),
     "best_mode": ("powercontext.search.vectors", "best_mode"),

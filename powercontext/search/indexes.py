@@ -8,8 +8,8 @@ and verify compare against that.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import models
@@ -94,3 +94,72 @@ EXPERIENCE_INDEX = Index(
     _experience_scopes,
 )
 INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
+
+
+def merge_join(expected: Iterable[Any], actual: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    """Merge-join two row streams ordered by their first column: ``(expected, actual)`` pairs
+    with the same key, ``(expected, None)`` for a missing row, ``(None, actual)`` for an extra."""
+    rows = iter(actual)
+    have = next(rows, None)
+    for want in expected:
+        while have is not None and have[0] < want[0]:
+            yield None, have
+            have = next(rows, None)
+        if have is not None and have[0] == want[0]:
+            yield want, have
+            have = next(rows, None)
+        else:
+            yield want, None
+    while have is not None:
+        yield None, have
+        have = next(rows, None)
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    missing: int = 0
+    extra: int = 0
+    mismatched: int = 0
+    engine: list[str] = field(default_factory=list)
+    repaired: bool = False
+    # The vector index (entry versions active in their head), counted on its own; not checked
+    # (``vectors_available`` False) when the model cannot load, since nothing could repair it.
+    vectors_available: bool = True
+    vectors_checked: int = 0
+    vectors_missing: int = 0
+    vectors_extra: int = 0
+    vectors_mismatched: int = 0
+    # With POWERCONTEXT_EMBED_WRITES=async a missing vector is the embedder's lag, not damage:
+    # counted here instead of ``vectors_missing`` and not making the report fail.
+    vectors_pending: int = 0
+    # This process's in-process vector cache: bytes held and the bound (``vector_inprocess``).
+    vector_cache: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def vectors_ok(self) -> bool:
+        return not (self.vectors_missing or self.vectors_extra or self.vectors_mismatched)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.mismatched or self.engine) and self.vectors_ok
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "ok": self.ok,
+            "checked": self.checked,
+            "missing": self.missing,
+            "extra": self.extra,
+            "mismatched": self.mismatched,
+            "engine": list(self.engine),
+            "repaired": self.repaired,
+            "vectors": {
+                "available": self.vectors_available,
+                "checked": self.vectors_checked,
+                "missing": self.vectors_missing,
+                "extra": self.vectors_extra,
+                "mismatched": self.vectors_mismatched,
+                "pending": self.vectors_pending,
+                "cache": dict(self.vector_cache),
+            },
+        }

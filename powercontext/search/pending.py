@@ -2,9 +2,9 @@
 
 With ``POWERCONTEXT_EMBED_WRITES=async`` (the default) a writer inserts no vector: after its
 transaction commits it signals the embedder for its scope, and the embedder computes what is
-missing outside any transaction (``rebuild.store_vectors``). What still needs a vector is never
+missing outside any transaction (``vector_index.store_vectors``). What still needs a vector is never
 kept in memory or in a message: it is the database itself — entry versions active in their
-scope's head without a vector row (``rebuild.missing_vectors``). A lost signal, a crashed
+scope's head without a vector row (``vector_index.missing_vectors``). A lost signal, a crashed
 process or a model that was down therefore only delay vectors: the next signal for the scope,
 the next process start (embedded default), the beat sweep (service mode) or
 ``rebuild_search_index`` fills the gap.
@@ -41,7 +41,7 @@ from django.db import transaction
 
 from powercontext.core.background import PerProcess, Runner
 from powercontext.search import embedding
-from powercontext.search.rebuild import missing_vectors, scopes_missing_vectors, store_vectors
+from powercontext.search.vector_index import missing_vectors, scopes_missing_vectors, store_vectors
 
 logger = logging.getLogger("powercontext.search")
 

@@ -15,7 +15,7 @@ and the content of the best heads of the cached ranking; a head is kept only whi
 recallable at the revision its vector was computed for. After a change only the rows added
 since are read, and the ranking is done again.
 
-Both caches share one bound in bytes (``POWERCONTEXT_VECTOR_CACHE_MB``; ``_ScopeLRU``): least
+Both caches share one bound in bytes (``POWERCONTEXT_VECTOR_CACHE_MB``; ``ScopeLRU``): least
 recently used scopes' entries go first; an entry larger than the whole bound is used for the call
 that read it and not kept. ``cache_stats`` reports the bytes held and the bound.
 
@@ -26,16 +26,12 @@ head pk.
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
-from django.conf import settings
 from django.db import connection
 
 from powercontext.core.hits import ExperienceHit
@@ -50,120 +46,7 @@ from powercontext.core.models import (
 )
 from powercontext.search import embedding
 from powercontext.search.queries import experience_row
-
-MIB = 1024 * 1024
-
-_V = TypeVar("_V")
-
-
-def cache_bound_bytes() -> int:
-    """The bound of both caches together, in bytes (``POWERCONTEXT_VECTOR_CACHE_MB``)."""
-    return int(settings.POWERCONTEXT_VECTOR_CACHE_MB) * MIB
-
-
-def _nbytes(*parts: object) -> int:
-    """The memory an entry holds: its arrays' buffers, and its other fields as Python objects
-    (a tuple of ints counts the tuple and each int)."""
-    total = 0
-    for part in parts:
-        if isinstance(part, np.ndarray):
-            total += part.nbytes
-        elif isinstance(part, tuple):
-            total += sys.getsizeof(part) + sum(sys.getsizeof(item) for item in part)
-        else:
-            total += sys.getsizeof(part)
-    return total
-
-
-class _Entries:
-    """The entries of both caches in one least-recently-used order, keyed by (cache, scope id),
-    each with its size in bytes (computed once, when put). The lock guards the dict and the sum;
-    the values are immutable."""
-
-    def __init__(self) -> None:
-        self.entries: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
-        self.bytes = 0
-        self.too_large = 0  # entries not kept because each alone was larger than the bound
-        self.lock = threading.Lock()
-
-    def pop(self, key: tuple[str, str]) -> None:
-        """Remove one entry; the caller holds the lock."""
-        _, size = self.entries.pop(key)
-        self.bytes -= size
-
-    def put(self, key: tuple[str, str], value: Any, size: int) -> None:
-        bound = cache_bound_bytes()
-        with self.lock:
-            if key in self.entries:
-                self.pop(key)
-            if size <= bound:
-                self.entries[key] = (value, size)
-                self.bytes += size
-            else:
-                self.too_large += 1
-            while self.bytes > bound:
-                self.pop(next(iter(self.entries)))
-
-    def clear(self) -> None:
-        with self.lock:
-            self.entries.clear()
-            self.bytes = 0
-            self.too_large = 0
-
-
-_entries = _Entries()
-
-
-class _ScopeLRU(Generic[_V]):
-    """One cache's view of ``_entries``: its values per scope."""
-
-    def __init__(self, name: str, size: Callable[[_V], int]) -> None:
-        self._name = name
-        self._size = size
-
-    def get(self, scope_id: str) -> _V | None:
-        key = (self._name, scope_id)
-        with _entries.lock:
-            found = _entries.entries.get(key)
-            if found is None:
-                return None
-            _entries.entries.move_to_end(key)
-            value: _V = found[0]
-            return value
-
-    def __getitem__(self, scope_id: str) -> _V:
-        with _entries.lock:
-            value: _V = _entries.entries[(self._name, scope_id)][0]
-            return value
-
-    def __contains__(self, scope_id: object) -> bool:
-        with _entries.lock:
-            return (self._name, scope_id) in _entries.entries
-
-    def __len__(self) -> int:
-        with _entries.lock:
-            return sum(1 for name, _ in _entries.entries if name == self._name)
-
-    def put(self, scope_id: str, value: _V) -> None:
-        _entries.put((self._name, scope_id), value, self._size(value))
-
-    def clear(self) -> None:
-        with _entries.lock:
-            for key in [key for key in _entries.entries if key[0] == self._name]:
-                _entries.pop(key)
-
-
-def cache_stats() -> dict[str, int]:
-    """What the vector cache of this process holds: ``bytes`` (Memory and Experience entries
-    together) against ``bound_bytes``, the ``scopes`` with an entry (counts only, no ids), and
-    ``too_large``: entries not kept since the last clear because each alone exceeded the bound."""
-    with _entries.lock:
-        return {
-            "bytes": _entries.bytes,
-            "bound_bytes": cache_bound_bytes(),
-            "scopes": len({scope for _, scope in _entries.entries}),
-            "too_large": _entries.too_large,
-        }
+from powercontext.search.vector_cache import ScopeLRU, nbytes
 
 
 @dataclass(frozen=True)
@@ -174,13 +57,9 @@ class _ScopeVectors:
     matrix: np.ndarray[Any, np.dtype[np.float32]]
 
 
-_cache: _ScopeLRU[_ScopeVectors] = _ScopeLRU(
-    "memory", lambda v: _nbytes(v.revision, v.max_id, v.membership_ids, v.matrix)
+_cache: ScopeLRU[_ScopeVectors] = ScopeLRU(
+    "memory", lambda v: nbytes(v.revision, v.max_id, v.membership_ids, v.matrix)
 )
-
-
-def clear_cache() -> None:
-    _entries.clear()
 
 
 def _head_and_max_id(scope_id: str) -> tuple[int, int]:
@@ -303,9 +182,9 @@ class _ScopeExperience:
     matrix: np.ndarray[Any, np.dtype[np.float32]]
 
 
-_experience_cache: _ScopeLRU[_ScopeExperience] = _ScopeLRU(
+_experience_cache: ScopeLRU[_ScopeExperience] = ScopeLRU(
     "experience",
-    lambda v: _nbytes(
+    lambda v: nbytes(
         v.model_id, v.key, v.key_text, v.vector_ids, v.head_pks, v.revisions, v.artifact_ids, v.matrix
     ),
 )

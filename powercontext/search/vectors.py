@@ -34,7 +34,7 @@ from powercontext.core.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
-from powercontext.search import embedding, vector_inprocess
+from powercontext.search import embedding, vector_cache, vector_inprocess
 from powercontext.search.queries import memory_hit, search_context, search_memory
 
 FTS_MODES = ("auto", "fts")
@@ -170,7 +170,7 @@ def vector_search_experience(scope_id: str, query: str, limit: int) -> list[Expe
 
 def clear_cache() -> None:
     """Forget the cached vectors (tests, rebuild)."""
-    vector_inprocess.clear_cache()
+    vector_cache.clear_cache()
 
 
 def _fused_order(rankings: Sequence[tuple[float, Sequence[int]]], limit: int) -> list[tuple[int, float]]:

@@ -20,7 +20,7 @@ from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVecto
 from powercontext.core.recall import EXPERIENCE_FAMILY
 from powercontext.memory.artifacts import artifact_head_retire
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import embedding, pending, rebuild, vector_inprocess
+from powercontext.search import embedding, pending, vector_cache, vector_index, vector_inprocess
 from review import services as review
 from tests.review.factories import make_approved, make_candidate, make_reviewer, result_ref
 
@@ -98,7 +98,7 @@ def test_an_approval_never_fails_when_the_model_is_missing() -> None:
 
     assert head.current_revision == 1 and vector_of(head) is None
     assert search.missing_vectors("ev", 10) == [
-        rebuild.VectorWork(head.pk, "ev", head.searchable_text, experience=True)
+        vector_index.VectorWork(head.pk, "ev", head.searchable_text, experience=True)
     ]
     assert window("ev", "marble statue") == [STATUE["situation"]]
 
@@ -135,7 +135,7 @@ def test_the_embedder_stores_nothing_for_a_head_that_moved_while_it_embedded(
     with transaction.atomic():
         Artifact.objects.filter(pk=head.pk).update(state=Artifact.State.RETIRED, recallable=False)
 
-    assert rebuild.store_vectors(embeddings, batch) == 0
+    assert vector_index.store_vectors(embeddings, batch) == 0
     assert vector_of(head) is None
 
 
@@ -347,7 +347,7 @@ def test_the_cached_ranking_equals_a_full_read_after_approve_revise_retire_and_r
     assert pending.embed_pending("ev", until_done=True).written == 1  # the embedder: no cache reset
     assert dashboard.pk in assert_same_ranking("ev", query)
     ExperienceVector.objects.filter(head_id=dashboard.pk).delete()
-    assert rebuild.rebuild_vectors(scope_id="ev") == 1
+    assert vector_index.rebuild_vectors(scope_id="ev") == 1
     assert dashboard.pk in assert_same_ranking("ev", query)
 
 
@@ -432,12 +432,12 @@ def test_the_experience_cache_is_bounded_in_bytes_like_memorys(monkeypatch: pyte
     for scope in ("s1", "s2", "s3"):
         seed_heads(scope, 3, rng, start=100 * int(scope[1]))
     vector_inprocess.rank_experience("s1", embedding.MODEL_ID, query, 2)
-    one = vector_inprocess.cache_stats()["bytes"]  # one scope of 3 heads
+    one = vector_cache.cache_stats()["bytes"]  # one scope of 3 heads
     assert one >= 3 * embedding.DIMENSIONS * 4  # at least its float32 matrix
-    monkeypatch.setattr(vector_inprocess, "cache_bound_bytes", lambda: 2 * one + one // 2)  # two fit
+    monkeypatch.setattr(vector_cache, "cache_bound_bytes", lambda: 2 * one + one // 2)  # two fit
     for scope in ("s2", "s1", "s3"):  # s2 is the least recently used when s3 arrives
         vector_inprocess.rank_experience(scope, embedding.MODEL_ID, query, 2)
     assert len(vector_inprocess._experience_cache) == 2
     assert vector_inprocess._experience_cache.get("s2") is None
     assert vector_inprocess._experience_cache.get("s1") is not None
-    assert vector_inprocess.cache_stats()["bytes"] <= 2 * one + one // 2
+    assert vector_cache.cache_stats()["bytes"] <= 2 * one + one // 2

@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from powercontext import search
 from powercontext.core.checks import removed_settings
-from powercontext.search import embedding, vector_inprocess
+from powercontext.search import embedding, vector_cache, vector_inprocess
 from tests.powercontext.factories import make_memory
 from tests.powercontext.test_experience_vectors import seed_heads, unit
 
@@ -34,7 +34,7 @@ def rank(scope: str, query_vector: Any) -> list[tuple[int, float]]:
 
 
 def entry_bytes() -> dict[tuple[str, str], int]:
-    return {key: size for key, (_, size) in vector_inprocess._entries.entries.items()}
+    return {key: size for key, (_, size) in vector_cache._entries.entries.items()}
 
 
 @pytest.mark.django_db
@@ -53,19 +53,19 @@ def test_the_bound_is_in_bytes_and_least_recently_used_scopes_go_first(
     assert set(sizes) == {("memory", "m1"), ("memory", "m2"), ("experience", "e1")}
     # Each entry counts at least its float32 matrix; the total is the sum of the entries.
     assert all(size >= 3 * embedding.DIMENSIONS * 4 for size in sizes.values())
-    stats = vector_inprocess.cache_stats()
+    stats = vector_cache.cache_stats()
     assert stats == {"bytes": sum(sizes.values()), "bound_bytes": 256 * MIB, "scopes": 3, "too_large": 0}
 
     rank("m1", query)  # m1 used again: m2 is now the least recently used
     bound = sum(sizes.values()) + 1  # any growth goes over it
-    monkeypatch.setattr(vector_inprocess, "cache_bound_bytes", lambda: bound)
+    monkeypatch.setattr(vector_cache, "cache_bound_bytes", lambda: bound)
     make_memory("m1", "a new note about sailing boats")
     rank("m1", query)  # the grown matrix is put: over the bound, so m2 goes, and only m2
 
     assert vector_inprocess._cache.get("m2") is None
     assert vector_inprocess._cache.get("m1") is not None
     assert vector_inprocess._experience_cache.get("e1") is not None
-    after = vector_inprocess.cache_stats()
+    after = vector_cache.cache_stats()
     assert after["bytes"] == sum(entry_bytes().values()) <= bound
     assert after["scopes"] == 2 and after["bound_bytes"] == bound
 
@@ -78,14 +78,14 @@ def test_a_scope_larger_than_the_bound_is_ranked_but_not_kept(
     query = embeddings.embed_query("boats in the harbour")
     expected = rank("big", query)
     size = entry_bytes()[("memory", "big")]
-    vector_inprocess.clear_cache()
-    monkeypatch.setattr(vector_inprocess, "cache_bound_bytes", lambda: size - 1)
+    vector_cache.clear_cache()
+    monkeypatch.setattr(vector_cache, "cache_bound_bytes", lambda: size - 1)
 
     assert rank("big", query) == expected
     assert rank("big", query) == expected  # read again: nothing was kept
     assert vector_inprocess._cache.get("big") is None
-    assert vector_inprocess.cache_stats()["bytes"] == 0
-    assert vector_inprocess.cache_stats()["too_large"] == 2
+    assert vector_cache.cache_stats()["bytes"] == 0
+    assert vector_cache.cache_stats()["too_large"] == 2
 
 
 @pytest.mark.django_db
@@ -93,18 +93,18 @@ def test_the_setting_sets_the_bound_and_zero_caches_nothing(settings: Any) -> No
     rng = np.random.default_rng(3)
     seed_heads("e", 2, rng)
     settings.POWERCONTEXT_VECTOR_CACHE_MB = 3
-    assert vector_inprocess.cache_stats()["bound_bytes"] == 3 * MIB
+    assert vector_cache.cache_stats()["bound_bytes"] == 3 * MIB
 
     settings.POWERCONTEXT_VECTOR_CACHE_MB = 0
     assert len(vector_inprocess.rank_experience("e", embedding.MODEL_ID, unit(rng), 2)) == 2
-    assert vector_inprocess.cache_stats() == {"bytes": 0, "bound_bytes": 0, "scopes": 0, "too_large": 1}
+    assert vector_cache.cache_stats() == {"bytes": 0, "bound_bytes": 0, "scopes": 0, "too_large": 1}
 
 
 @pytest.mark.django_db
 def test_verify_and_rebuild_report_the_cache_and_no_extension(embeddings: Any) -> None:
     memory_scope("alpha", 2)
     rank("alpha", embeddings.embed_query("boats"))
-    held = vector_inprocess.cache_stats()["bytes"]
+    held = vector_cache.cache_stats()["bytes"]
 
     report = search.verify_index().as_dict()
     verify_out, rebuild_out = io.StringIO(), io.StringIO()

@@ -23,7 +23,7 @@ from powercontext.evaluation.bench.common import SCOPE, Corpus, percentile, time
 from powercontext.memory.selectors import memory_search
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
-from powercontext.search import embedding, pending, vector_inprocess
+from powercontext.search import embedding, pending, vector_cache
 
 
 class Command(BaseCommand):
@@ -133,7 +133,7 @@ class Command(BaseCommand):
             row["prepare_p95_ms"] = round(percentile(prepares, 0.95), 3)
             # The in-process vector cache this process holds after the prepares (the scope's
             # Memory matrix and Experience rows; POWERCONTEXT_VECTOR_CACHE_MB bounds it).
-            row["vector_cache_bytes"] = vector_inprocess.cache_stats()["bytes"]
+            row["vector_cache_bytes"] = vector_cache.cache_stats()["bytes"]
             results["sizes"][str(size)] = row
             self.stdout.write(json.dumps({str(size): row}))
         started = time.perf_counter()

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from powercontext import search
-from powercontext.search import vector_inprocess
+from powercontext.search import vector_cache
 
 
 class Command(BaseCommand):
@@ -42,5 +42,5 @@ class Command(BaseCommand):
         ) as bar:
             written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
-        bound = vector_inprocess.cache_bound_bytes() / vector_inprocess.MIB
+        bound = vector_cache.cache_bound_bytes() / vector_cache.MIB
         self.stdout.write(f"vector search: in-process exact; cache bound per process {bound:g} MiB")

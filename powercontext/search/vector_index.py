@@ -1,0 +1,313 @@
+"""The vector index's maintenance: which vectors are expected (Memory entries active in their
+head, recallable Experience heads), verify by merge-join against the stored rows, embed what is
+missing outside any transaction, and rebuild. Derived rows only: citations never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from powercontext.core.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    ExperienceVector,
+    MemoryEntryVector,
+    MemoryMembership,
+)
+from powercontext.core.recall import recallable_experience_heads
+from powercontext.search import embedding, vectors
+from powercontext.search.indexes import REBUILD_BATCH, VerifyReport, batched, merge_join
+
+EMBED_BATCH = 256
+
+
+def _expected_vectors(scope_id: str | None) -> Iterator[tuple[int, str, str]]:
+    """(entry version pk, scope id, text) of every entry version active in its current head,
+    ordered by entry version pk."""
+    rows = MemoryMembership.objects.filter(to_revision__isnull=True, state=MemoryMembership.State.ACTIVE)
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    yield from batched(
+        rows.values_list("entry_version_id", "scope_id", "entry_version__text"), "entry_version_id"
+    )
+
+
+def _sound(model_id: str, actual: tuple[int, str, str, bytes | memoryview], expected_scope: str) -> bool:
+    vector = actual[3]
+    if actual[1] != expected_scope or actual[2] != model_id or len(vector) != 4 * embedding.DIMENSIONS:
+        return False
+    # A damaged vector is rarely still of unit length (every stored vector is normalized).
+    return abs(float(np.linalg.norm(embedding.from_bytes(vector))) - 1.0) < 1e-3
+
+
+def verify_vectors(
+    scope_id: str | None, report: VerifyReport, model_id: str
+) -> tuple[list[int], list[VectorWork]]:
+    """Merge-compare expected and stored vectors; return (rows to delete, versions to embed)."""
+    rows = MemoryEntryVector.objects.all()
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    actual = (
+        rows.order_by("entry_version_id")
+        .values_list("entry_version_id", "scope_id", "model", "vector")
+        .iterator(chunk_size=REBUILD_BATCH)
+    )
+    delete: list[int] = []
+    embed: list[VectorWork] = []
+    lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
+    for want, have in merge_join(_expected_vectors(scope_id), actual):
+        if want is None:
+            report.vectors_extra += 1
+            delete.append(have[0])
+            continue
+        report.vectors_checked += 1
+        pk, scope, text = want
+        if have is None:
+            if lag_is_pending:
+                report.vectors_pending += 1
+            else:
+                report.vectors_missing += 1
+            embed.append(VectorWork(pk, scope, text))
+        elif not _sound(model_id, have, scope):
+            report.vectors_mismatched += 1
+            delete.append(pk)
+            embed.append(VectorWork(pk, scope, text))
+    return delete, embed
+
+
+class VectorWork(NamedTuple):
+    """One vector to compute: of an entry version (``pk`` = its pk) or, with ``experience``, of a
+    recallable Experience head (``pk`` = the head's pk). Memory and Experience vectors share the
+    missing query, the embedder and ``store_vectors``."""
+
+    pk: int
+    scope_id: str
+    text: str
+    experience: bool = False
+
+
+def _expected_experience(scope_id: str | None) -> dict[int, tuple[str, str, int]]:
+    """head pk -> (scope id, searchable text, current revision) of every recallable head."""
+    heads = recallable_experience_heads()
+    if scope_id is not None:
+        heads = heads.filter(scope_id=scope_id)
+    return {
+        int(pk): (str(scope), str(text), int(revision))
+        for pk, scope, text, revision in heads.values_list(
+            "pk", "scope_id", "searchable_text", "current_revision"
+        )
+    }
+
+
+def verify_experience_vectors(
+    scope_id: str | None, report: VerifyReport, model_id: str
+) -> tuple[list[int], list[VectorWork]]:
+    """Compare recallable Experience heads with their vectors (few rows: read at once); return
+    (head pks whose vector to delete, work items to embed). Counted with Memory's."""
+    expected = _expected_experience(scope_id)
+    rows = ExperienceVector.objects.all()
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    delete: list[int] = []
+    embed: list[VectorWork] = []
+    lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
+    actual = {
+        int(row[0]): row for row in rows.values_list("head_id", "scope_id", "model", "vector", "revision")
+    }
+    for pk in sorted(actual):
+        if pk not in expected:
+            report.vectors_extra += 1
+            delete.append(pk)
+    for pk, (scope, text, revision) in sorted(expected.items()):
+        report.vectors_checked += 1
+        have = actual.get(pk)
+        if have is None:
+            if lag_is_pending:
+                report.vectors_pending += 1
+            else:
+                report.vectors_missing += 1
+            embed.append(VectorWork(pk, scope, text, experience=True))
+        elif have[4] != revision or not _sound(model_id, (pk, have[1], have[2], have[3]), scope):
+            report.vectors_mismatched += 1
+            delete.append(pk)
+            embed.append(VectorWork(pk, scope, text, experience=True))
+    return delete, embed
+
+
+def _missing_experience(scope_id: str | None) -> Any:
+    heads = recallable_experience_heads().filter(experience_vector__isnull=True)
+    return heads.filter(scope_id=scope_id) if scope_id is not None else heads
+
+
+def missing_vectors(scope_id: str | None, limit: int) -> list[VectorWork]:
+    """Up to ``limit`` work items with no vector row, oldest first: entry versions active in
+    their head, then recallable Experience heads — what the after-commit embedder
+    still has to do (anti-joins on the one-to-one vectors, so the cost follows the gap)."""
+    rows = MemoryMembership.objects.filter(
+        to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
+    )
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    items = [
+        VectorWork(int(pk), str(scope), str(text))
+        for pk, scope, text in rows.order_by("entry_version_id").values_list(
+            "entry_version_id", "scope_id", "entry_version__text"
+        )[:limit]
+    ]
+    if len(items) < limit:
+        items.extend(
+            VectorWork(int(pk), str(scope), str(text), experience=True)
+            for pk, scope, text in _missing_experience(scope_id)
+            .order_by("pk")
+            .values_list("pk", "scope_id", "searchable_text")[: limit - len(items)]
+        )
+    return items
+
+
+def scopes_missing_vectors() -> list[str]:
+    """Scopes with at least one active entry version or recallable Experience head that has
+    no vector row."""
+    return sorted(
+        set(
+            MemoryMembership.objects.filter(
+                to_revision__isnull=True,
+                state=MemoryMembership.State.ACTIVE,
+                entry_version__vector__isnull=True,
+            ).values_list("scope_id", flat=True)
+        )
+        | set(_missing_experience(None).values_list("scope_id", flat=True))
+    )
+
+
+def store_vectors(
+    model: embedding.Embedder,
+    batch: list[VectorWork],
+    before_each: Callable[[], None] | None = None,
+) -> int:
+    """Embed ``batch`` outside any transaction, then store in one transaction the vectors of the
+    versions still active and still without a vector; returns the rows inserted.
+
+    The write locks the Memory heads of the batch's scopes (sorted; PostgreSQL row locks, the
+    SQLite write lock), as writers do: a retire cannot close a membership between the check and
+    the insert (no vector of an inactive version is left behind), and vector ids of one scope
+    are allocated in commit order (the in-process matrix cache reads ``id`` > its largest).
+    Concurrent embedders never fail or duplicate: the insert skips rows that exist by then
+    (``ON CONFLICT DO NOTHING`` / ``INSERT OR IGNORE`` on the one-to-one column).
+    ``before_each`` runs before each model run (the embedder thread yields to writers there)."""
+    if not batch:
+        return 0
+    assert _outside_transactions(), "a model run never happens inside a transaction"
+    memory: dict[int, tuple[str, bytes]] = {}  # entry version pk -> (scope id, vector)
+    experience: dict[int, tuple[str, bytes]] = {}  # head pk -> (embedded text, vector)
+    for item in batch:
+        if before_each is not None:
+            before_each()
+        vector = embedding.to_bytes(model.embed(item.text))
+        if item.experience:
+            experience[item.pk] = (item.text, vector)
+        else:
+            memory[item.pk] = (item.scope_id, vector)
+    with transaction.atomic():
+        list(
+            Artifact.objects.select_for_update()
+            .filter(
+                scope_id__in=sorted({scope for scope, _ in memory.values()}),
+                family=MEMORY_FAMILY,
+                artifact_id=MEMORY_ARTIFACT_ID,
+            )
+            .order_by("scope_id")
+            .values_list("pk", flat=True)
+        )
+        active = set(
+            MemoryMembership.objects.filter(
+                entry_version_id__in=list(memory),
+                to_revision__isnull=True,
+                state=MemoryMembership.State.ACTIVE,
+            ).values_list("entry_version_id", flat=True)
+        )
+        present = set(
+            MemoryEntryVector.objects.filter(entry_version_id__in=list(active)).values_list(
+                "entry_version_id", flat=True
+            )
+        )
+        rows = [
+            MemoryEntryVector(
+                entry_version_id=pk,
+                scope_id=memory[pk][0],
+                model=model.model_id,
+                vector=memory[pk][1],
+            )
+            for pk in sorted(active - present)
+        ]
+        MemoryEntryVector.objects.bulk_create(rows, ignore_conflicts=True)
+        stored = len(rows) + _store_experience_vectors(model, experience)
+    return stored
+
+
+def _store_experience_vectors(model: embedding.Embedder, computed: dict[int, tuple[str, bytes]]) -> int:
+    """Inside ``store_vectors``' transaction: store the vectors of the Experience heads of the
+    batch (head pk -> (embedded text, vector)) that are still recallable with the embedded text and still have none;
+    each head row is locked as its writers lock it, so a retire or a new revision cannot slip
+    between the check and the insert."""
+    heads = {
+        head.pk: head
+        for head in Artifact.objects.select_for_update().filter(pk__in=sorted(computed)).order_by("pk")
+    }
+    present = set(ExperienceVector.objects.filter(head_id__in=list(heads)).values_list("head_id", flat=True))
+    rows = [
+        ExperienceVector(
+            head_id=pk,
+            revision=head.current_revision,
+            scope_id=head.scope_id,
+            model=model.model_id,
+            vector=computed[pk][1],
+        )
+        for pk, head in sorted(heads.items())
+        if pk not in present and head.recallable and head.searchable_text == computed[pk][0]
+    ]
+    ExperienceVector.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def _outside_transactions() -> bool:
+    # pytest-django wraps non-transactional tests in a transaction; code under test runs as at
+    # the outer level there (durable blocks are allowed too), so those blocks do not count.
+    connection = transaction.get_connection()
+    return all(getattr(block, "_from_testcase", False) for block in connection.atomic_blocks)
+
+
+def rebuild_vectors(*, scope_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
+    """Bring the vector index in line with authoritative rows; returns vectors computed.
+
+    Vectors are expensive (a model run each) and entry versions immutable, so sound rows are
+    kept and only missing or damaged ones are computed, outside any transaction; each batch is
+    then written in one transaction, for the versions still active by then. Nothing happens
+    when the model is unavailable.
+    """
+    model = embedding.embedder()
+    if model is None:
+        return 0
+    report = VerifyReport()
+    delete, embed = verify_vectors(scope_id, report, model.model_id)
+    delete_experience, embed_experience = verify_experience_vectors(scope_id, report, model.model_id)
+    embed.extend(embed_experience)
+    with transaction.atomic():
+        ExperienceVector.objects.filter(head_id__in=delete_experience).delete()
+        for start in range(0, len(delete), REBUILD_BATCH):
+            MemoryEntryVector.objects.filter(
+                entry_version_id__in=delete[start : start + REBUILD_BATCH]
+            ).delete()
+    written = 0
+    for start in range(0, len(embed), EMBED_BATCH):
+        batch = embed[start : start + EMBED_BATCH]
+        written += store_vectors(model, batch)
+        if progress:
+            progress(len(batch))
+    vectors.clear_cache()
+    return written
