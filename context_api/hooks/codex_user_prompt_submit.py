@@ -18,20 +18,25 @@ Behaviour (see ``docs/codex-hook.md``):
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import ipaddress
 import json
 import math
 import os
-import subprocess
 import sys
 import threading
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+# The scope id (explicit, git remote or project path) lives beside this file, standard library too.
+if __package__:
+    from .hook_scope import ENV_SCOPE_ID as ENV_SCOPE_ID
+    from .hook_scope import normalize_git_remote as normalize_git_remote
+    from .hook_scope import resolve_scope_id as resolve_scope_id
+else:  # run as a script (``python3 .../codex_user_prompt_submit.py``): its folder is on sys.path
+    from hook_scope import resolve_scope_id  # type: ignore[import-not-found, no-redef]
 
 COMPONENT = "powercontext.codex.recall"
 EVENT = "context_prepare"
@@ -43,13 +48,10 @@ DEFAULT_TIMEOUT_SECONDS = 0.8
 CODEX_MAX_BYTES = 8000  # Codex additionalContext budget; also the hook's upper bound.
 CONTRACT_MIN_BYTES = 512  # PrepareContextRequest.max_bytes minimum.
 MAX_QUERY_CHARS = 8192  # PrepareContextRequest.query maxLength.
-MAX_SCOPE_CHARS = 256  # scope_id maxLength.
 MAX_RESPONSE_BYTES = 1024 * 1024  # A prepared context is at most 8000 bytes; anything huge is wrong.
-GIT_TIMEOUT_SECONDS = 0.5
 
 # Environment variables. POWERCONTEXT_HTTP_URL is the name older upstream hooks used for the URL.
 ENV_URL = ("POWERCONTEXT_URL", "POWERCONTEXT_HTTP_URL")
-ENV_SCOPE_ID = "POWERCONTEXT_SCOPE_ID"
 ENV_TOKEN = "POWERCONTEXT_TOKEN"  # noqa: S105 - an environment variable name
 ENV_TIMEOUT = "POWERCONTEXT_TIMEOUT_SECONDS"
 ENV_MAX_BYTES = "POWERCONTEXT_MAX_BYTES"
@@ -64,7 +66,6 @@ OUTCOMES = frozenset(
         "skipped",
     }
 )
-_GIT_URL_SCHEMES = frozenset({"http", "https", "ssh", "git", "git+ssh", "ssh+git"})
 
 
 class _Failure(Exception):
@@ -127,102 +128,6 @@ def max_bytes(environ: dict[str, str]) -> int:
     except ValueError:
         return CODEX_MAX_BYTES
     return max(CONTRACT_MIN_BYTES, min(CODEX_MAX_BYTES, value))
-
-
-# --------------------------------------------------------------------------- scope resolution
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _normalize_remote_path(path: str) -> str:
-    segments = [segment for segment in path.replace("\\", "/").split("/") if segment]
-    normalized = "/".join(segments)
-    if normalized.endswith(".git"):
-        normalized = normalized[: -len(".git")].rstrip("/")
-    return normalized
-
-
-def normalize_git_remote(remote: str) -> str | None:
-    """Turn a network git remote into ``host[:port]/path`` (e.g. ``github.com/owner/repo``).
-
-    Credentials, a ``.git`` suffix and trailing slashes are dropped; only the host is lowercased.
-    Local paths and ``file://`` remotes return None (they name nothing outside this machine).
-    """
-
-    value = remote.strip()
-    if not value or any(character.isspace() for character in value):
-        return None
-    if "://" in value:
-        try:
-            parts = urlsplit(value)
-            hostname = parts.hostname
-            port = parts.port
-        except ValueError:
-            return None
-        if parts.scheme.lower() not in _GIT_URL_SCHEMES or not hostname:
-            return None
-        host = hostname.lower()
-        if ":" in host:  # IPv6 literal
-            host = f"[{host}]"
-        if port is not None:
-            host = f"{host}:{port}"
-        path = _normalize_remote_path(parts.path)
-        return f"{host}/{path}" if path else None
-    # scp-like syntax: [user@]host:path. Anything with a slash before the first colon is a local path.
-    head, colon, tail = value.partition(":")
-    if not colon or "/" in head or "\\" in head:
-        return None
-    host = head.rpartition("@")[2].lower()
-    if not host or (len(host) == 1 and host.isalpha()):  # empty host, or a Windows drive letter
-        return None
-    path = _normalize_remote_path(tail)
-    return f"{host}/{path}" if path else None
-
-
-def _git(cwd: str, *args: str) -> str | None:
-    env = dict(os.environ)
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    try:
-        completed = subprocess.run(
-            ["git", "-C", cwd, *args],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    if completed.returncode != 0:
-        return None
-    return completed.stdout.strip() or None
-
-
-def _bounded(prefix: str, value: str) -> str:
-    candidate = f"{prefix}{value}"
-    if len(candidate) <= MAX_SCOPE_CHARS:
-        return candidate
-    return f"{prefix}sha256:{_sha256(value.encode('utf-8', 'surrogatepass'))}"
-
-
-def resolve_scope_id(cwd: str, environ: dict[str, str]) -> str:
-    """Explicit POWERCONTEXT_SCOPE_ID, else ``git:<origin remote>``, else ``local:<sha256 of the project path>``."""
-
-    explicit = _env(environ, ENV_SCOPE_ID)
-    if explicit is not None:
-        return _bounded("", explicit)
-    remote = _git(cwd, "remote", "get-url", "origin")
-    normalized = normalize_git_remote(remote) if remote else None
-    if normalized:
-        return _bounded("git:", normalized)
-    # No usable remote: the work-tree root when inside a repository (stable across subdirectories),
-    # otherwise the working directory itself.
-    root = _git(cwd, "rev-parse", "--show-toplevel") or cwd
-    resolved = Path(root).resolve(strict=False)
-    return f"local:{_sha256(os.fsencode(resolved))}"
 
 
 # --------------------------------------------------------------------------- HTTP
