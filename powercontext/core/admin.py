@@ -74,6 +74,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """
 
     fields: tuple[str, ...] = ()
+    # Join only the relations a subclass names (Django's default, False, follows every foreign key
+    # as soon as one column shows a relation).
+    list_select_related: tuple[str, ...] = ()
     list_per_page = 50
     list_max_show_all = 200
     show_full_result_count = False
@@ -111,7 +114,6 @@ class FamilyFilter(admin.SimpleListFilter):
 @admin.register(ScopeState)
 class ScopeStateAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "last_source_position")
-    list_select_related = ()
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
     fields = ("scope_id", "last_source_position", "explain_link")
@@ -127,7 +129,6 @@ class ScopeStateAdmin(ReadOnlyAdmin):
 @admin.register(Source)
 class SourceAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "source_type", "source_id", "position", "created_at")
-    list_select_related = ()
     search_fields = ("scope_id__exact", "source_id__exact")
     search_help_text = "Exact scope id or source id."
     fields = (
@@ -155,7 +156,6 @@ class ArtifactHeadAdmin(ReadOnlyAdmin):
         "analyzer_version",
         "updated_at",
     )
-    list_select_related = ()
     list_filter = (FamilyFilter, "state")
     search_fields = ("scope_id__exact", "artifact_id__exact")
     search_help_text = "Exact scope id or artifact id."
@@ -199,7 +199,6 @@ class ArtifactHeadAdmin(ReadOnlyAdmin):
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(ReadOnlyAdmin):
     list_display = ("entry_id", "scope_id", "created_revision", "created_at")
-    list_select_related = ()
     search_fields = ("scope_id__exact", "entry_id__exact")
     search_help_text = "Exact scope id or entry id."
     fields = ("scope_id", "entry_id", "created_revision", "created_at")
@@ -277,7 +276,6 @@ class MemoryMembershipAdmin(ReadOnlyAdmin):
 @admin.register(MemorySearchDocument)
 class MemorySearchDocumentAdmin(ReadOnlyAdmin):
     list_display = ("membership_id", "scope_id", "terms_excerpt")
-    list_select_related = ()
     raw_id_fields = ("membership",)
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."

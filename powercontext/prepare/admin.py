@@ -133,7 +133,6 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
         "skips",
         "duplicates",
     )
-    list_select_related = ()
     list_filter = (RecentHourFilter, SearchModeFilter)
     date_hierarchy = "hour"
     search_fields = ("scope_id__exact",)
