@@ -11,6 +11,7 @@ every related column, no sorting by unindexed columns and no full result count.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -39,26 +40,34 @@ ARTIFACT_FAMILIES = ("memory", "experience", "skill")
 EXCERPT_CHARS = 80
 
 
+def preformatted(text: str) -> SafeString:
+    """Plain text, HTML-escaped inside a <pre> block that wraps long lines."""
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)
+
+
 def pretty_json(value: Any) -> SafeString:
     """A JSON value, indented, HTML-escaped inside a <pre> block."""
-    return format_html(
-        '<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
-        json.dumps(value, indent=2, ensure_ascii=False),
-    )
+    return preformatted(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def json_display(path: str, description: str) -> Any:
-    """An admin column or field showing the JSON value at ``path`` (dotted: ``latest.proposal``
-    reads ``obj.latest.proposal``; a missing step shows ``null``) as indented, escaped JSON."""
+def path_display(path: str, description: str, show: Callable[[Any], Any] = lambda value: value) -> Any:
+    """An admin column or field showing ``show`` of the value at ``path``: dotted, so
+    ``entry.entry_id`` reads ``obj.entry.entry_id``; a missing step gives None."""
 
     @admin.display(description=description)
-    def show(self: admin.ModelAdmin[Any], obj: Model) -> SafeString:
+    def display(self: admin.ModelAdmin[Any], obj: Model) -> Any:
         value: Any = obj
         for step in path.split("."):
             value = getattr(value, step, None) if value is not None else None
-        return pretty_json(value)
+        return show(value)
 
-    return show
+    return display
+
+
+def json_display(path: str, description: str) -> Any:
+    """A column or field showing the JSON value at ``path`` (a missing step shows ``null``) as
+    indented, escaped JSON."""
+    return path_display(path, description, pretty_json)
 
 
 def excerpt(text: str | None) -> str:
@@ -234,14 +243,8 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
         "artifact_refs_pretty",
     )
 
-    @admin.display(description="entry id")
-    def entry_id_display(self, obj: MemoryEntryVersion) -> str:
-        return obj.entry.entry_id
-
-    @admin.display(description="text")
-    def text_excerpt(self, obj: MemoryEntryVersion) -> str:
-        return excerpt(obj.text)
-
+    entry_id_display = path_display("entry.entry_id", "entry id")
+    text_excerpt = path_display("text", "text", excerpt)
     source_refs_pretty = json_display("source_refs", "source refs")
     artifact_refs_pretty = json_display("artifact_refs", "artifact refs")
 
@@ -264,13 +267,8 @@ class MemoryMembershipAdmin(ReadOnlyAdmin):
     search_help_text = "Exact scope id, entry id or entry version id."
     fields = ("scope_id", "entry", "entry_version", "state", "from_revision", "to_revision")
 
-    @admin.display(description="entry id")
-    def entry_id_display(self, obj: MemoryMembership) -> str:
-        return obj.entry.entry_id
-
-    @admin.display(description="entry version id")
-    def entry_version_id_display(self, obj: MemoryMembership) -> str:
-        return obj.entry_version.entry_version_id
+    entry_id_display = path_display("entry.entry_id", "entry id")
+    entry_version_id_display = path_display("entry_version.entry_version_id", "entry version id")
 
 
 @admin.register(MemorySearchDocument)
@@ -281,9 +279,7 @@ class MemorySearchDocumentAdmin(ReadOnlyAdmin):
     search_help_text = "Exact scope id."
     fields = ("membership", "scope_id", "terms")
 
-    @admin.display(description="terms")
-    def terms_excerpt(self, obj: MemorySearchDocument) -> str:
-        return excerpt(obj.terms)
+    terms_excerpt = path_display("terms", "terms", excerpt)
 
 
 @admin.register(ExperienceSearchDocument)
@@ -295,9 +291,7 @@ class ExperienceSearchDocumentAdmin(ReadOnlyAdmin):
     search_help_text = "Exact scope id or artifact id."
     fields = ("head", "scope_id", "terms")
 
-    @admin.display(description="terms")
-    def terms_excerpt(self, obj: ExperienceSearchDocument) -> str:
-        return excerpt(obj.terms)
+    terms_excerpt = path_display("terms", "terms", excerpt)
 
 
 class RevokedFilter(admin.SimpleListFilter):
