@@ -106,18 +106,26 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class FamilyFilter(admin.SimpleListFilter):
-    """Artifact family from a fixed list (a field filter would run SELECT DISTINCT on the table)."""
+class FixedChoiceFilter(admin.SimpleListFilter):
+    """A filter on ``field`` offering a fixed list of ``values`` (a field filter would run
+    SELECT DISTINCT on the table)."""
 
-    title = "family"
-    parameter_name = "family"
+    field = ""
+    values: tuple[str, ...] = ()
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [(family, family) for family in ARTIFACT_FAMILIES]
+        return [(value, value) for value in self.values]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
-        return queryset.filter(family=value) if value else queryset
+        return queryset.filter(**{self.field: value}) if value else queryset
+
+
+class FamilyFilter(FixedChoiceFilter):
+    title = "family"
+    parameter_name = "family"
+    field = "family"
+    values = ARTIFACT_FAMILIES
 
 
 @admin.register(ScopeState)
