@@ -11,15 +11,29 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from powercontext.core.admin import ReadOnlyAdmin, json_display
+from powercontext.core.admin import ReadOnlyAdmin, json_display, path_display, preformatted
 from review import admin_audit as audit
 from review.models import Candidate, CandidateClaim, CandidateVersion, CannedReason, ReviewDecision
 
 
-def _result(head_artifact_id: str | None, revision: int | None) -> str:
-    if head_artifact_id is None or revision is None:
+@admin.display(description="result")
+def _result(self: ReadOnlyAdmin, obj: Candidate | ReviewDecision) -> str:
+    """The artifact revision an approval wrote, as ``artifact_id@revision`` ("-" for none)."""
+    head = obj.result_head
+    if head is None or obj.result_revision is None:
         return "-"
-    return f"{head_artifact_id}@{revision}"
+    return f"{head.artifact_id}@{obj.result_revision}"
+
+
+class CandidatePartAdmin(ReadOnlyAdmin):
+    """A row that belongs to one candidate (its claim, a version, the decision): found by the
+    candidate's scope id or id, and showing them as columns."""
+
+    search_fields: tuple[str, ...] = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
+    search_help_text = "Exact scope id or candidate id."
+
+    candidate_id_display = path_display("candidate.candidate_id", "candidate id")
+    scope_id_display = path_display("candidate.scope_id", "scope id")
 
 
 @admin.register(Candidate)
@@ -60,10 +74,7 @@ class CandidateAdmin(ReadOnlyAdmin):
         "reason",
     )
 
-    @admin.display(description="result")
-    def result(self, obj: Candidate) -> str:
-        head = obj.result_head
-        return _result(head.artifact_id if head is not None else None, obj.result_revision)
+    result = _result
 
     @admin.display(description="assigned to")
     def claimed_by(self, obj: Candidate) -> str:
@@ -84,7 +95,7 @@ class CandidateAdmin(ReadOnlyAdmin):
 
 
 @admin.register(CandidateClaim)
-class CandidateClaimAdmin(ReadOnlyAdmin):
+class CandidateClaimAdmin(CandidatePartAdmin):
     """Who is working on which pending candidate ("Assign to me" in the Inbox). View-only: claims
     change through the Inbox (``candidate_claim`` / ``candidate_unclaim``) and decisions."""
 
@@ -92,22 +103,12 @@ class CandidateClaimAdmin(ReadOnlyAdmin):
     list_select_related = ("candidate", "claimed_by")
     list_filter = (("claimed_by", admin.RelatedFieldListFilter),)
     raw_id_fields = ("candidate", "claimed_by")
-    search_fields = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
-    search_help_text = "Exact scope id or candidate id."
     ordering = ("-claimed_at",)
     fields = ("candidate", "claimed_by", "claimed_at")
 
-    @admin.display(description="candidate id")
-    def candidate_id_display(self, obj: CandidateClaim) -> str:
-        return obj.candidate.candidate_id
-
-    @admin.display(description="scope id")
-    def scope_id_display(self, obj: CandidateClaim) -> str:
-        return obj.candidate.scope_id
-
 
 @admin.register(CandidateVersion)
-class CandidateVersionAdmin(ReadOnlyAdmin):
+class CandidateVersionAdmin(CandidatePartAdmin):
     list_display = (
         "id",
         "candidate_id_display",
@@ -120,8 +121,6 @@ class CandidateVersionAdmin(ReadOnlyAdmin):
     list_select_related = ("candidate", "created_by")
     list_filter = ("candidate__family",)
     raw_id_fields = ("candidate", "created_by")
-    search_fields = ("candidate__scope_id__exact", "candidate__candidate_id__exact")
-    search_help_text = "Exact scope id or candidate id."
     fields = (
         "candidate",
         "version",
@@ -134,17 +133,7 @@ class CandidateVersionAdmin(ReadOnlyAdmin):
         "reason",
     )
 
-    @admin.display(description="candidate id")
-    def candidate_id_display(self, obj: CandidateVersion) -> str:
-        return obj.candidate.candidate_id
-
-    @admin.display(description="scope id")
-    def scope_id_display(self, obj: CandidateVersion) -> str:
-        return obj.candidate.scope_id
-
-    @admin.display(description="family")
-    def family_display(self, obj: CandidateVersion) -> str:
-        return obj.candidate.family
+    family_display = path_display("candidate.family", "family")
 
     proposal_pretty = json_display("proposal", "proposal")
     source_refs_pretty = json_display("source_refs", "source refs")
@@ -153,7 +142,7 @@ class CandidateVersionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ReviewDecision)
-class ReviewDecisionAdmin(ReadOnlyAdmin):
+class ReviewDecisionAdmin(CandidatePartAdmin):
     """The audit trail: who decided which version when, what the approval wrote, and from what."""
 
     list_display = (
@@ -191,18 +180,7 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
         "searchable_text_written",
     )
 
-    @admin.display(description="candidate id")
-    def candidate_id_display(self, obj: ReviewDecision) -> str:
-        return obj.candidate.candidate_id
-
-    @admin.display(description="scope id")
-    def scope_id_display(self, obj: ReviewDecision) -> str:
-        return obj.candidate.scope_id
-
-    @admin.display(description="result")
-    def result(self, obj: ReviewDecision) -> str:
-        head = obj.result_head
-        return _result(head.artifact_id if head is not None else None, obj.result_revision)
+    result = _result
 
     @admin.display(description="links")
     def links(self, obj: ReviewDecision) -> SafeString:
@@ -243,7 +221,7 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
         revision = audit.result_revision(obj)
         if revision is None or not revision.searchable_text:
             return "-"
-        return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', revision.searchable_text)
+        return preformatted(revision.searchable_text)
 
 
 @admin.register(CannedReason)

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from powercontext.core.admin import FamilyFilter, ReadOnlyAdmin, json_display
+from powercontext.core.admin import FamilyFilter, ReadOnlyAdmin, json_display, preformatted
 from powercontext.core.models import ArtifactRevision
 from review.models import ReviewDecision
 
@@ -74,4 +74,4 @@ class ArtifactRevisionAdmin(ReadOnlyAdmin):
     def searchable_text_written(self, obj: ArtifactRevision) -> SafeString | str:
         if not obj.searchable_text:
             return "-"
-        return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', obj.searchable_text)
+        return preformatted(obj.searchable_text)

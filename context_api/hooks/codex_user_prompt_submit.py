@@ -27,7 +27,8 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 # The scope id (explicit, git remote or project path) lives beside this file, standard library too.
@@ -55,6 +56,8 @@ ENV_URL = ("POWERCONTEXT_URL", "POWERCONTEXT_HTTP_URL")
 ENV_TOKEN = "POWERCONTEXT_TOKEN"  # noqa: S105 - an environment variable name
 ENV_TIMEOUT = "POWERCONTEXT_TIMEOUT_SECONDS"
 ENV_MAX_BYTES = "POWERCONTEXT_MAX_BYTES"
+
+NumberT = TypeVar("NumberT", int, float)
 
 OUTCOMES = frozenset(
     {
@@ -104,15 +107,21 @@ def server_url(environ: dict[str, str]) -> str | None:
     return raw.rstrip("/")
 
 
-def timeout_seconds(environ: dict[str, str]) -> float:
-    raw = _env(environ, ENV_TIMEOUT)
+def _env_number(environ: dict[str, str], name: str, parse: Callable[[str], NumberT]) -> NumberT | None:
+    """The variable read as a number by ``parse``, or None when it is unset or not a number."""
+
+    raw = _env(environ, name)
     if raw is None:
-        return DEFAULT_TIMEOUT_SECONDS
+        return None
     try:
-        value = float(raw)
+        return parse(raw)
     except ValueError:
-        return DEFAULT_TIMEOUT_SECONDS
-    if not math.isfinite(value) or value <= 0:
+        return None
+
+
+def timeout_seconds(environ: dict[str, str]) -> float:
+    value = _env_number(environ, ENV_TIMEOUT, float)
+    if value is None or not math.isfinite(value) or value <= 0:
         return DEFAULT_TIMEOUT_SECONDS
     return value
 
@@ -120,12 +129,8 @@ def timeout_seconds(environ: dict[str, str]) -> float:
 def max_bytes(environ: dict[str, str]) -> int:
     """The requested budget: POWERCONTEXT_MAX_BYTES clamped to 512..8000 (Codex limit), default 8000."""
 
-    raw = _env(environ, ENV_MAX_BYTES)
-    if raw is None:
-        return CODEX_MAX_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
+    value = _env_number(environ, ENV_MAX_BYTES, int)
+    if value is None:
         return CODEX_MAX_BYTES
     return max(CONTRACT_MIN_BYTES, min(CODEX_MAX_BYTES, value))
 

@@ -11,6 +11,7 @@ every related column, no sorting by unindexed columns and no full result count.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -39,26 +40,34 @@ ARTIFACT_FAMILIES = ("memory", "experience", "skill")
 EXCERPT_CHARS = 80
 
 
+def preformatted(text: str) -> SafeString:
+    """Plain text, HTML-escaped inside a <pre> block that wraps long lines."""
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)
+
+
 def pretty_json(value: Any) -> SafeString:
     """A JSON value, indented, HTML-escaped inside a <pre> block."""
-    return format_html(
-        '<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
-        json.dumps(value, indent=2, ensure_ascii=False),
-    )
+    return preformatted(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def json_display(path: str, description: str) -> Any:
-    """An admin column or field showing the JSON value at ``path`` (dotted: ``latest.proposal``
-    reads ``obj.latest.proposal``; a missing step shows ``null``) as indented, escaped JSON."""
+def path_display(path: str, description: str, show: Callable[[Any], Any] = lambda value: value) -> Any:
+    """An admin column or field showing ``show`` of the value at ``path``: dotted, so
+    ``entry.entry_id`` reads ``obj.entry.entry_id``; a missing step gives None."""
 
     @admin.display(description=description)
-    def show(self: admin.ModelAdmin[Any], obj: Model) -> SafeString:
+    def display(self: admin.ModelAdmin[Any], obj: Model) -> Any:
         value: Any = obj
         for step in path.split("."):
             value = getattr(value, step, None) if value is not None else None
-        return pretty_json(value)
+        return show(value)
 
-    return show
+    return display
+
+
+def json_display(path: str, description: str) -> Any:
+    """A column or field showing the JSON value at ``path`` (a missing step shows ``null``) as
+    indented, escaped JSON."""
+    return path_display(path, description, pretty_json)
 
 
 def excerpt(text: str | None) -> str:
@@ -74,6 +83,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """
 
     fields: tuple[str, ...] = ()
+    # Join only the relations a subclass names (Django's default, False, follows every foreign key
+    # as soon as one column shows a relation).
+    list_select_related: tuple[str, ...] = ()
     list_per_page = 50
     list_max_show_all = 200
     show_full_result_count = False
@@ -94,24 +106,31 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class FamilyFilter(admin.SimpleListFilter):
-    """Artifact family from a fixed list (a field filter would run SELECT DISTINCT on the table)."""
+class FixedChoiceFilter(admin.SimpleListFilter):
+    """A filter on ``field`` offering a fixed list of ``values`` (a field filter would run
+    SELECT DISTINCT on the table)."""
 
-    title = "family"
-    parameter_name = "family"
+    field = ""
+    values: tuple[str, ...] = ()
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [(family, family) for family in ARTIFACT_FAMILIES]
+        return [(value, value) for value in self.values]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
-        return queryset.filter(family=value) if value else queryset
+        return queryset.filter(**{self.field: value}) if value else queryset
+
+
+class FamilyFilter(FixedChoiceFilter):
+    title = "family"
+    parameter_name = "family"
+    field = "family"
+    values = ARTIFACT_FAMILIES
 
 
 @admin.register(ScopeState)
 class ScopeStateAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "last_source_position")
-    list_select_related = ()
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
     fields = ("scope_id", "last_source_position", "explain_link")
@@ -127,7 +146,6 @@ class ScopeStateAdmin(ReadOnlyAdmin):
 @admin.register(Source)
 class SourceAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "source_type", "source_id", "position", "created_at")
-    list_select_related = ()
     search_fields = ("scope_id__exact", "source_id__exact")
     search_help_text = "Exact scope id or source id."
     fields = (
@@ -155,7 +173,6 @@ class ArtifactHeadAdmin(ReadOnlyAdmin):
         "analyzer_version",
         "updated_at",
     )
-    list_select_related = ()
     list_filter = (FamilyFilter, "state")
     search_fields = ("scope_id__exact", "artifact_id__exact")
     search_help_text = "Exact scope id or artifact id."
@@ -199,7 +216,6 @@ class ArtifactHeadAdmin(ReadOnlyAdmin):
 @admin.register(MemoryEntry)
 class MemoryEntryAdmin(ReadOnlyAdmin):
     list_display = ("entry_id", "scope_id", "created_revision", "created_at")
-    list_select_related = ()
     search_fields = ("scope_id__exact", "entry_id__exact")
     search_help_text = "Exact scope id or entry id."
     fields = ("scope_id", "entry_id", "created_revision", "created_at")
@@ -235,14 +251,8 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
         "artifact_refs_pretty",
     )
 
-    @admin.display(description="entry id")
-    def entry_id_display(self, obj: MemoryEntryVersion) -> str:
-        return obj.entry.entry_id
-
-    @admin.display(description="text")
-    def text_excerpt(self, obj: MemoryEntryVersion) -> str:
-        return excerpt(obj.text)
-
+    entry_id_display = path_display("entry.entry_id", "entry id")
+    text_excerpt = path_display("text", "text", excerpt)
     source_refs_pretty = json_display("source_refs", "source refs")
     artifact_refs_pretty = json_display("artifact_refs", "artifact refs")
 
@@ -265,27 +275,19 @@ class MemoryMembershipAdmin(ReadOnlyAdmin):
     search_help_text = "Exact scope id, entry id or entry version id."
     fields = ("scope_id", "entry", "entry_version", "state", "from_revision", "to_revision")
 
-    @admin.display(description="entry id")
-    def entry_id_display(self, obj: MemoryMembership) -> str:
-        return obj.entry.entry_id
-
-    @admin.display(description="entry version id")
-    def entry_version_id_display(self, obj: MemoryMembership) -> str:
-        return obj.entry_version.entry_version_id
+    entry_id_display = path_display("entry.entry_id", "entry id")
+    entry_version_id_display = path_display("entry_version.entry_version_id", "entry version id")
 
 
 @admin.register(MemorySearchDocument)
 class MemorySearchDocumentAdmin(ReadOnlyAdmin):
     list_display = ("membership_id", "scope_id", "terms_excerpt")
-    list_select_related = ()
     raw_id_fields = ("membership",)
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
     fields = ("membership", "scope_id", "terms")
 
-    @admin.display(description="terms")
-    def terms_excerpt(self, obj: MemorySearchDocument) -> str:
-        return excerpt(obj.terms)
+    terms_excerpt = path_display("terms", "terms", excerpt)
 
 
 @admin.register(ExperienceSearchDocument)
@@ -297,9 +299,7 @@ class ExperienceSearchDocumentAdmin(ReadOnlyAdmin):
     search_help_text = "Exact scope id or artifact id."
     fields = ("head", "scope_id", "terms")
 
-    @admin.display(description="terms")
-    def terms_excerpt(self, obj: ExperienceSearchDocument) -> str:
-        return excerpt(obj.terms)
+    terms_excerpt = path_display("terms", "terms", excerpt)
 
 
 class RevokedFilter(admin.SimpleListFilter):

@@ -31,7 +31,6 @@ class PipelineJobAdmin(ReadOnlyAdmin):
         "backoff_until",
         "updated_at",
     )
-    list_select_related = ()
     list_filter = ("status",)
     search_fields = ("scope_id__exact", "session_id__exact")
     search_help_text = "Exact scope id or session id."
@@ -59,7 +58,6 @@ class PipelineJobAdmin(ReadOnlyAdmin):
 @admin.register(PipelineOutput)
 class PipelineOutputAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "session_id", "watermark", "generator", "updated_at")
-    list_select_related = ()
     search_fields = ("scope_id__exact", "session_id__exact")
     search_help_text = "Exact scope id or session id."
     fields = ("scope_id", "session_id", "watermark", "generator", "created_at", "updated_at", "items_pretty")
@@ -82,7 +80,6 @@ class PipelineScopeJobAdmin(ReadOnlyAdmin):
         "cooldown_until",
         "last_success_at",
     )
-    list_select_related = ()
     list_filter = ("status",)
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
@@ -106,7 +103,6 @@ class PipelineScopeJobAdmin(ReadOnlyAdmin):
 @admin.register(PipelineSelection)
 class PipelineSelectionAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "kind", "item_key", "entry_id", "candidate_id", "created_at")
-    list_select_related = ()
     list_filter = ("kind",)
     search_fields = ("scope_id__exact", "entry_id__exact", "candidate_id__exact")
     search_help_text = "Exact scope id, entry id or candidate id."
@@ -116,7 +112,6 @@ class PipelineSelectionAdmin(ReadOnlyAdmin):
 @admin.register(PipelineCounter)
 class PipelineCounterAdmin(ReadOnlyAdmin):
     list_display = ("scope_id", "name", "value", "updated_at")
-    list_select_related = ()
     list_filter = ("name",)
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."

@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from powercontext.core.admin import ReadOnlyAdmin
+from powercontext.core.admin import FixedChoiceFilter, ReadOnlyAdmin
 from powercontext.prepare.builder import (
     DEFAULT_MAX_BYTES,
     MAX_MAX_BYTES,
@@ -71,18 +71,11 @@ class ExplainForm(forms.Form):
         self.fields["show_text"].help_text = f"Show each hit's first {PREVIEW_CHARS} characters."
 
 
-class SearchModeFilter(admin.SimpleListFilter):
-    """Search mode from a fixed list (a field filter would run SELECT DISTINCT on the table)."""
-
+class SearchModeFilter(FixedChoiceFilter):
     title = "search mode"
     parameter_name = "mode"
-
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [(mode, mode) for mode in SEARCH_MODES]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        value = self.value()
-        return queryset.filter(search_mode=value) if value else queryset
+    field = "search_mode"
+    values = SEARCH_MODES
 
 
 class RecentHourFilter(admin.SimpleListFilter):
@@ -133,7 +126,6 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
         "skips",
         "duplicates",
     )
-    list_select_related = ()
     list_filter = (RecentHourFilter, SearchModeFilter)
     date_hierarchy = "hour"
     search_fields = ("scope_id__exact",)

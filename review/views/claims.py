@@ -7,6 +7,9 @@ page they came from, with a message; a claim that changed meanwhile is reported,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
@@ -32,20 +35,33 @@ def _back(request: HttpRequest, pk: int, form: ClaimForm) -> HttpResponseRedirec
     return response
 
 
-def _target(request: HttpRequest, pk: int) -> Candidate | HttpResponse:
-    return _action_target(request, pk, filterset_for(request).querystring())
+def _claim_action(
+    act: Callable[[HttpRequest, Candidate, ClaimForm], None],
+) -> Callable[[HttpRequest, int], HttpResponse]:
+    """The view around one claim action: the log-in and method checks, the candidate (or the
+    answer instead of it, see ``_action_target``), the posted form, then ``act`` (which calls the
+    service and leaves a message) and the 303 back to the page the reviewer came from."""
+
+    @action_login_required
+    @require_http_methods(["GET", "POST"])
+    @wraps(act)
+    def view(request: HttpRequest, pk: int) -> HttpResponse:
+        candidate = _action_target(request, pk, filterset_for(request).querystring())
+        if isinstance(candidate, HttpResponse):
+            return candidate
+        form = ClaimForm(request.POST)
+        act(request, candidate, form)
+        return _back(request, pk, form)
+
+    return view
 
 
-@action_login_required
-@require_http_methods(["GET", "POST"])
-def candidate_claim(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = _target(request, pk)
-    if isinstance(candidate, HttpResponse):
-        return candidate
-    form = ClaimForm(request.POST)
+@_claim_action
+def candidate_claim(request: HttpRequest, candidate: Candidate, form: ClaimForm) -> None:
+    pk = candidate.pk
     if not form.is_valid():
         messages.error(request, "The assignment form was malformed; reload the page.")
-        return _back(request, pk, form)
+        return
     seen = form.cleaned_data.get("expected_claimant") or None
     try:
         outcome = services.candidate_claim(
@@ -69,21 +85,14 @@ def candidate_claim(request: HttpRequest, pk: int) -> HttpResponse:
             )
         else:
             messages.success(request, f"Candidate #{pk} is assigned to you.")
-    return _back(request, pk, form)
 
 
-@action_login_required
-@require_http_methods(["GET", "POST"])
-def candidate_unclaim(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = _target(request, pk)
-    if isinstance(candidate, HttpResponse):
-        return candidate
-    form = ClaimForm(request.POST)
+@_claim_action
+def candidate_unclaim(request: HttpRequest, candidate: Candidate, form: ClaimForm) -> None:
     outcome = services.candidate_unclaim(
         scope_id=candidate.scope_id, candidate_id=candidate.candidate_id, reviewer=reviewer_of(request)
     )
     if outcome.changed:
-        messages.success(request, f"Candidate #{pk} is no longer assigned to you.")
+        messages.success(request, f"Candidate #{candidate.pk} is no longer assigned to you.")
     else:
-        messages.info(request, f"Candidate #{pk} was not assigned to you; nothing changed.")
-    return _back(request, pk, form)
+        messages.info(request, f"Candidate #{candidate.pk} was not assigned to you; nothing changed.")
