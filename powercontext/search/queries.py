@@ -47,6 +47,10 @@ class MemorySearchRow:
     score: float
     head_revision: int
     matched_by: tuple[str, ...] = ("fts",)  # the rankings that found it: "fts", "vector"
+    # The relevance floor's figures (``search.relevance``): raw cosine to the query, share of the
+    # query's IDF mass the entry covers; None until annotated (or no vector).
+    similarity: float | None = None
+    lexical_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class ExperienceSearchRow:
     revision: int
     content: dict[str, Any]
     score: float
+    similarity: float | None = None  # as on ``MemorySearchRow``
+    lexical_share: float | None = None
 
 
 # The columns of every ranked query, in the UNION's order, each with the type of the NULL a query

@@ -4,10 +4,12 @@ returned as the pure builder's own input dataclasses (one shape change, not thre
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from context_api.builder import ArtifactRef, ExperienceHit, MemoryHit
 from powercontext import search
 from powercontext.families import MEMORY_ARTIFACT_ID, Family
+from powercontext.search import relevance
 from powercontext.selectors.experience import experience_hit
 
 
@@ -36,6 +38,18 @@ def memory_hit(row: search.MemorySearchRow) -> MemoryHit:
     )
 
 
+RELEVANCE_DEPTH_FACTOR = 2
+
+
+Row = TypeVar("Row", search.MemorySearchRow, search.ExperienceSearchRow)
+
+
+def admitted(rows: list[Row]) -> list[Row]:
+    """The annotated rows at or above the relevance floor (``search.relevance``), in order."""
+    floor = relevance.floor()
+    return [row for row in rows if floor.admits(row.similarity, row.lexical_share)]
+
+
 def context_candidates(
     *, scope_id: str, query: str, memory_limit: int, experience_limit: int
 ) -> ContextCandidates:
@@ -45,13 +59,23 @@ def context_candidates(
     Both windows are ranked by the best available search mode (``search.best_mode()``: hybrid
     fusion of full text and vectors when the model is available, else full text alone, both
     windows' full text read by one statement); the builder sees the same dataclasses either
-    way, so selection before the builder is all that changes.
+    way, so selection before the builder is all that changes. Each candidate then gets its
+    raw similarity and lexical share (``search.relevance``); only those at or above the
+    relevance floor stay, so an unrelated prompt gets no candidate and an empty pack.
     """
     hybrid = search.best_mode() == "hybrid"
     find = search.hybrid_search_context if hybrid else search.search_context
+    # Ranked deeper than the windows: candidates below the relevance floor make room.
     memory_rows, experience_rows = find(
-        scope_id, query, memory_limit=memory_limit, experience_limit=experience_limit
+        scope_id,
+        query,
+        memory_limit=memory_limit * RELEVANCE_DEPTH_FACTOR,
+        experience_limit=experience_limit * RELEVANCE_DEPTH_FACTOR,
     )
+    memory_rows = admitted(relevance.annotate_memory(scope_id, query, memory_rows))[:memory_limit]
+    experience_rows = admitted(relevance.annotate_experience(scope_id, query, experience_rows))[
+        :experience_limit
+    ]
     return ContextCandidates(
         memory_ref=memory_ref(memory_rows[0].head_revision) if memory_rows else None,
         memory_hits=[memory_hit(row) for row in memory_rows],

@@ -1,0 +1,176 @@
+"""The relevance floor: a candidate reaches the builder only when it is relevant on its own merits.
+
+A fused rank says which candidates are *best*, not whether any is relevant at all: every query
+finds nearest neighbours. So each Memory and Experience candidate gets two figures of its own:
+
+- ``similarity``: the raw cosine between the query's and the candidate's embeddings (None when
+  the model is unavailable or the candidate has no vector yet);
+- ``lexical_share``: the share of the query's IDF mass that the candidate covers. The query's
+  content terms (``analyzer.query_terms`` without stop words; a query made only of stop words
+  has no lexical evidence) each weigh ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``N`` and
+  ``df`` counted in the scope's index (Memory or Experience), so a term found nowhere in the
+  scope weighs most; the share is the weight of the terms the candidate holds over the total.
+
+A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical_share >=
+MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
+(lexical evidence needs a little agreement from meaning: one shared everyday word is not a
+topic). Without a similarity the lexical share decides alone. Thresholds are settings
+(``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from powercontext import analyzer
+from powercontext.models import ExperienceVector, MemoryEntryVector
+from powercontext.search import embedding
+from powercontext.search.engines import scope_tokens
+from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
+from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow
+
+
+@dataclass(frozen=True)
+class Floor:
+    min_similarity: float
+    min_lexical_share: float
+    min_lexical_similarity: float
+
+    @property
+    def off(self) -> bool:
+        return self.min_similarity <= 0 and self.min_lexical_share <= 0 and self.min_lexical_similarity <= 0
+
+    def admits(self, similarity: float | None, lexical_share: float | None) -> bool:
+        if self.off:
+            return True
+        if similarity is not None and similarity >= self.min_similarity:
+            return True
+        if lexical_share is None or lexical_share < self.min_lexical_share:
+            return False
+        return similarity is None or similarity >= self.min_lexical_similarity
+
+
+def floor() -> Floor:
+    """The floor the settings define (read per call: tests override settings)."""
+    return Floor(
+        min_similarity=float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY),
+        min_lexical_share=float(settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE),
+        min_lexical_similarity=float(settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY),
+    )
+
+
+def content_terms(query: str) -> list[str]:
+    """The query's index terms without stop words, unique, in order (none: no lexical evidence)."""
+    seen: dict[str, None] = {}
+    for term in analyzer.analyze(query):
+        if term not in analyzer.STOP_WORDS:
+            seen.setdefault(analyzer.index_term(term), None)
+            if len(seen) >= analyzer.MAX_QUERY_TERMS:
+                break
+    return list(seen)
+
+
+def _counts_sql(index: Index, terms: int) -> str:
+    docs = index.model._meta.db_table
+    total = f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)"
+    if connection.vendor == "postgresql":
+        counts = [
+            f"(SELECT count(*) FROM {docs} WHERE scope_id = %s AND document @@ %s::tsquery)"
+            for _ in range(terms)
+        ]
+    else:  # scope-keyed tokens: the MATCH reads this scope's postings only
+        fts = index.fts_table
+        counts = [f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH %s)" for _ in range(terms)]
+    return "SELECT " + ", ".join([total, *counts])
+
+
+def term_weights(index: Index, scope_id: str, terms: Sequence[str]) -> dict[str, float]:
+    """Each term's IDF weight in the scope's ``index`` (one statement)."""
+    if not terms:
+        return {}
+    tokens = scope_tokens(scope_id, terms)
+    params: list[Any] = [scope_id]
+    for token in tokens:
+        params.extend([scope_id, token] if connection.vendor == "postgresql" else [f'"{token}"'])
+    with connection.cursor() as cursor:
+        cursor.execute(_counts_sql(index, len(tokens)), params)
+        total, *counts = cursor.fetchone()
+    n = float(total)
+    return {
+        term: math.log(1.0 + (n - float(df) + 0.5) / (float(df) + 0.5))
+        for term, df in zip(terms, counts, strict=True)
+    }
+
+
+def lexical_share(weights: dict[str, float], texts: Iterable[str]) -> float:
+    """The share of the query's weight held by the terms of ``texts`` (0 without weights)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    held: set[str] = set()
+    for text in texts:
+        held.update(analyzer.index_terms(analyzer.analyze(text)))
+    return sum(weight for term, weight in weights.items() if term in held) / total
+
+
+def _cosines(rows: Iterable[tuple[Any, bytes | memoryview]], query_vector: Any) -> dict[Any, float]:
+    return {key: float(np.dot(embedding.from_bytes(data), query_vector)) for key, data in rows}
+
+
+def annotate_memory(scope_id: str, query: str, rows: Sequence[MemorySearchRow]) -> list[MemorySearchRow]:
+    """``rows`` with ``similarity`` and ``lexical_share`` filled in (two statements at most)."""
+    if not rows:
+        return []
+    weights = term_weights(MEMORY_INDEX, scope_id, content_terms(query))
+    model = embedding.embedder()
+    similarity: dict[str, float] = {}
+    if model is not None:
+        vector = model.embed_query(query)
+        stored = MemoryEntryVector.objects.filter(
+            entry_version__scope_id=scope_id,
+            entry_version__entry_version_id__in=[row.entry_version_id for row in rows],
+            model=model.model_id,
+        ).values_list("entry_version__entry_version_id", "vector")
+        similarity = _cosines(stored, vector)
+    return [
+        replace(
+            row,
+            similarity=similarity.get(row.entry_version_id),
+            lexical_share=lexical_share(weights, [row.text]),
+        )
+        for row in rows
+    ]
+
+
+def annotate_experience(
+    scope_id: str, query: str, rows: Sequence[ExperienceSearchRow]
+) -> list[ExperienceSearchRow]:
+    """The same figures for Experience hits (a vector counts only at the hit's revision)."""
+    if not rows:
+        return []
+    weights = term_weights(EXPERIENCE_INDEX, scope_id, content_terms(query))
+    model = embedding.embedder()
+    similarity: dict[tuple[int, int], float] = {}
+    if model is not None:
+        vector = model.embed_query(query)
+        stored = ExperienceVector.objects.filter(
+            head_id__in=[row.artifact_pk for row in rows], model=model.model_id
+        ).values_list("head_id", "revision", "vector")
+        similarity = _cosines((((pk, rev), data) for pk, rev, data in stored), vector)
+    return [
+        replace(
+            row,
+            similarity=similarity.get((row.artifact_pk, row.revision)),
+            lexical_share=lexical_share(
+                weights, [value for value in row.content.values() if isinstance(value, str)]
+            ),
+        )
+        for row in rows
+    ]
