@@ -124,23 +124,32 @@ def _cosines(rows: Iterable[tuple[Any, bytes | memoryview]], query_vector: Any) 
     return {key: float(np.dot(embedding.from_bytes(data), query_vector)) for key, data in rows}
 
 
-def annotate_memory(scope_id: str, query: str, rows: Sequence[MemorySearchRow]) -> list[MemorySearchRow]:
-    """``rows`` with ``similarity`` and ``lexical_share`` filled in (two statements at most)."""
-    if not rows:
-        return []
-    weights = term_weights(MEMORY_INDEX, scope_id, content_terms(query))
+def memory_similarities(scope_id: str, query: str, rows: Sequence[MemorySearchRow]) -> dict[str, float]:
+    """Raw cosine between the query and each row's stored vector, by entry version id (one
+    statement; rows without a vector of the current model are absent; empty without a model)."""
     model = embedding.embedder()
-    similarity: dict[str, float] = {}
-    if model is not None:
-        vector = model.embed_query(query)
-        stored = MemoryEntryVector.objects.filter(
-            entry_version__scope_id=scope_id,
-            entry_version__entry_version_id__in=[row.entry_version_id for row in rows],
-            model=model.model_id,
-        ).values_list("entry_version__entry_version_id", "vector")
-        similarity = _cosines(stored, vector)
+    if model is None or not rows:
+        return {}
+    stored = MemoryEntryVector.objects.filter(
+        entry_version__scope_id=scope_id,
+        entry_version__entry_version_id__in=[row.entry_version_id for row in rows],
+        model=model.model_id,
+    ).values_list("entry_version__entry_version_id", "vector")
+    return _cosines(stored, model.embed_query(query))
+
+
+def annotate_memory(scope_id: str, query: str, rows: Sequence[MemorySearchRow]) -> list[MemorySearchRow]:
+    """``rows`` with ``similarity`` and ``lexical_share`` filled in (two statements at most);
+    rows that already carry a lexical share (``rerank``) are kept as they are."""
+    todo = [row for row in rows if row.lexical_share is None]
+    if not todo:
+        return list(rows)
+    weights = term_weights(MEMORY_INDEX, scope_id, content_terms(query))
+    similarity = memory_similarities(scope_id, query, todo)
     return [
-        replace(
+        row
+        if row.lexical_share is not None
+        else replace(
             row,
             similarity=similarity.get(row.entry_version_id),
             lexical_share=lexical_share(weights, [row.text]),

@@ -9,7 +9,7 @@ from typing import TypeVar
 from context_api.builder import ArtifactRef, ExperienceHit, MemoryHit
 from powercontext import search
 from powercontext.families import MEMORY_ARTIFACT_ID, Family
-from powercontext.search import relevance
+from powercontext.search import relevance, vectors
 from powercontext.selectors.experience import experience_hit
 
 
@@ -64,7 +64,7 @@ def context_candidates(
     relevance floor stay, so an unrelated prompt gets no candidate and an empty pack.
     """
     hybrid = search.best_mode() == "hybrid"
-    find = search.hybrid_search_context if hybrid else search.search_context
+    find = vectors.ranked_context if hybrid else search.search_context
     # Ranked deeper than the windows: candidates below the relevance floor make room.
     memory_rows, experience_rows = find(
         scope_id,

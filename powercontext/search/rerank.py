@@ -1,0 +1,193 @@
+"""Prepare's Memory ranking: deep hybrid pools, neighbour smoothing, a speaker prior.
+
+Tuned on the LoCoMo dev file, leave-one-conversation-out (``docs/retrieval.md``, "Relevance
+floor and ranking"). Given the full-text ranking (``LEXICAL_DEPTH`` rows, BM25) and the vector
+ranking (``VECTOR_DEPTH`` rows, cosine) of one head:
+
+1. **Pool**: the first ``POOL_DEPTH`` of each, plus each one's neighbours: the active entries
+   remembered just before and just after it in the scope (adjacent membership ids of the head).
+   A fact is often split over consecutive entries (a question and its answer, a turn and its
+   follow-up); the neighbours let one carry the other in.
+2. **Smoothed scores**: each pool entry's BM25 plus ``LEXICAL_NEIGHBOUR_WEIGHT`` times its
+   neighbours' (0 where outside the full-text ranking), and its cosine plus
+   ``VECTOR_NEIGHBOUR_WEIGHT`` times its neighbours' cosines. These are ranking keys only: the
+   entry's stored text and citation stay its own, and the relevance floor judges the entry's
+   own similarity and lexical share.
+3. **Fusion**: weighted reciprocal-rank fusion of the two smoothed rankings (the first
+   ``POOL_DEPTH`` of each; full text weight 1, vectors ``vectors.VECTOR_WEIGHT``, k
+   ``vectors.RRF_K``), scaled by the best possible score into (0, 1].
+4. **Speaker prior**: ``SPEAKER_PRIOR`` is added when the entry starts with a speaker label
+   (``Name:``) whose words the query names ("What did Caroline research?" prefers Caroline's
+   own turns).
+
+Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relevance``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from django.db import connection
+
+from powercontext import analyzer
+from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemoryMembership
+from powercontext.search import embedding, relevance
+from powercontext.search.indexes import MEMORY_INDEX
+from powercontext.search.queries import MemorySearchRow
+
+LEXICAL_DEPTH = 100  # full-text rows read (their BM25 feeds the neighbours' smoothed scores)
+VECTOR_DEPTH = 50
+POOL_DEPTH = 50  # per channel, before and after smoothing
+LEXICAL_NEIGHBOUR_WEIGHT = 0.4
+VECTOR_NEIGHBOUR_WEIGHT = 0.3
+SPEAKER_PRIOR = 0.3
+CACHE_SCOPES = 256
+_SPEAKER = re.compile(r"\s*([^\s:][^:\n]{0,40}):\s")
+
+_ORDER_SQL = (
+    f"SELECT a.current_revision, m.id FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' ORDER BY m.id"
+)
+
+_order_cache: OrderedDict[str, tuple[int, list[int]]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    with _lock:
+        _order_cache.clear()
+
+
+def _active_order(scope_id: str, revision: int) -> list[int] | None:
+    """The head's active membership ids in order (cached per scope and head revision); None when
+    the head has moved on from ``revision``."""
+    with _lock:
+        cached = _order_cache.get(scope_id)
+        if cached is not None and cached[0] == revision:
+            _order_cache.move_to_end(scope_id)
+            return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute(_ORDER_SQL, [scope_id])
+        rows = cursor.fetchall()
+    if not rows or int(rows[0][0]) != revision:
+        return None
+    ids = [int(row[1]) for row in rows]
+    with _lock:
+        _order_cache[scope_id] = (revision, ids)
+        while len(_order_cache) > CACHE_SCOPES:
+            _order_cache.popitem(last=False)
+    return ids
+
+
+def _neighbours(order: list[int], pk: int) -> tuple[int | None, int | None]:
+    at = bisect.bisect_left(order, pk)
+    if at >= len(order) or order[at] != pk:
+        return None, None
+    return (order[at - 1] if at > 0 else None), (order[at + 1] if at + 1 < len(order) else None)
+
+
+def speaker_named(text: str, query_terms: set[str]) -> bool:
+    """Whether ``text`` starts with a speaker label (``Name:``) whose words the query names."""
+    match = _SPEAKER.match(text)
+    if match is None:
+        return False
+    words = analyzer.analyze(match.group(1))
+    return bool(words) and all(word in query_terms for word in words)
+
+
+def _bm25(score: float) -> float:
+    """The engine relevance back from ``queries._score`` (raw / (1 + raw))."""
+    return score / (1.0 - score) if score < 1.0 else 1e9
+
+
+def _top(scores: dict[int, float], depth: int) -> list[int]:
+    return sorted((pk for pk, value in scores.items() if value > 0), key=lambda pk: (-scores[pk], pk))[:depth]
+
+
+def rank_memory(
+    scope_id: str,
+    query: str,
+    lexical: Sequence[MemorySearchRow],
+    semantic: Sequence[MemorySearchRow],
+    limit: int,
+) -> list[MemorySearchRow]:
+    """The fused, smoothed, annotated ranking of one head's full-text and vector rankings (both
+    citing one head revision), best first, at most ``limit`` rows."""
+    from powercontext.search import vectors  # vectors imports this module's callers
+
+    rows: dict[int, MemorySearchRow] = {}
+    for row in (*lexical, *semantic):
+        rows.setdefault(row.membership_id, row)
+    if not rows:
+        return []
+    revision = next(iter(rows.values())).head_revision
+    bm25 = {row.membership_id: _bm25(row.score) for row in lexical}
+    pool = list(
+        dict.fromkeys(
+            [row.membership_id for row in lexical[:POOL_DEPTH]]
+            + [row.membership_id for row in semantic[:POOL_DEPTH]]
+        )
+    )
+    order = _active_order(scope_id, revision)
+    adjacent: dict[int, tuple[int | None, int | None]] = {}
+    if order is not None:
+        adjacent = {pk: _neighbours(order, pk) for pk in pool}
+        missing = sorted(
+            {pk for pair in adjacent.values() for pk in pair if pk is not None and pk not in rows}
+        )
+        for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in missing]):
+            if row.head_revision == revision:
+                rows[row.membership_id] = replace(row, matched_by=())
+    candidates = [
+        pk for pk in dict.fromkeys([*pool, *(p for pair in adjacent.values() for p in pair)]) if pk in rows
+    ]
+    # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0).
+    model = embedding.embedder()
+    cosine = relevance.memory_similarities(scope_id, query, [rows[pk] for pk in candidates]) if model else {}
+
+    def smoothed(values: dict[int, float], weight: float, pk: int) -> float:
+        before, after = adjacent.get(pk, (None, None))
+        around = sum(values.get(p, 0.0) for p in (before, after) if p is not None)
+        return values.get(pk, 0.0) + weight * around
+
+    cos_values = {
+        pk: max(0.0, cosine[rows[pk].entry_version_id])
+        for pk in candidates
+        if rows[pk].entry_version_id in cosine
+    }
+    lexical_rank = _top({pk: smoothed(bm25, LEXICAL_NEIGHBOUR_WEIGHT, pk) for pk in candidates}, POOL_DEPTH)
+    vector_rank = _top(
+        {pk: smoothed(cos_values, VECTOR_NEIGHBOUR_WEIGHT, pk) for pk in candidates}, POOL_DEPTH
+    )
+    fused: dict[int, float] = {}
+    for weight, ranking in ((vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)):
+        for rank, pk in enumerate(ranking, start=1):
+            fused[pk] = fused.get(pk, 0.0) + weight / (vectors.RRF_K + rank)
+    best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if vector_rank else 0.0)) / (vectors.RRF_K + 1)
+    query_words = set(analyzer.analyze(query))
+    weights = relevance.term_weights(MEMORY_INDEX, scope_id, relevance.content_terms(query))
+    scored = {
+        pk: value / best + (SPEAKER_PRIOR if speaker_named(rows[pk].text, query_words) else 0.0)
+        for pk, value in fused.items()
+    }
+    channels = {row.membership_id: set(row.matched_by) for row in lexical}
+    for row in semantic:
+        channels.setdefault(row.membership_id, set()).update(row.matched_by)
+    ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
+    return [
+        replace(
+            rows[pk],
+            score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
+            matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
+            similarity=cosine.get(rows[pk].entry_version_id),
+            lexical_share=relevance.lexical_share(weights, [rows[pk].text]),
+        )
+        for pk in ranked
+    ]
