@@ -7,9 +7,11 @@ finds nearest neighbours. So each Memory and Experience candidate gets two figur
   the model is unavailable or the candidate has no vector yet);
 - ``lexical_share``: the share of the query's IDF mass that the candidate covers. The query's
   content terms (``analyzer.query_terms`` without stop words; a query made only of stop words
-  has no lexical evidence) each weigh ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``N`` and
-  ``df`` counted in the scope's index (Memory or Experience), so a term found nowhere in the
-  scope weighs most; the share is the weight of the terms the candidate holds over the total.
+  has no lexical evidence) each weigh ``ln(1 + (N - d + 0.5) / (d + 0.5))``, ``d = max(df, 1)``,
+  with ``N`` and ``df`` counted in the scope's index (Memory or Experience): rare terms weigh
+  more, and a term found nowhere in the scope weighs as much as its rarest word (not more: in
+  a small scope every known word is "common", and unknown words would drown them). The share is
+  the weight of the terms the candidate holds over the total.
 
 A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical_share >=
 MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
@@ -103,10 +105,11 @@ def term_weights(index: Index, scope_id: str, terms: Sequence[str]) -> dict[str,
         cursor.execute(_counts_sql(index, len(tokens)), params)
         total, *counts = cursor.fetchone()
     n = float(total)
-    return {
-        term: math.log(1.0 + (n - float(df) + 0.5) / (float(df) + 0.5))
-        for term, df in zip(terms, counts, strict=True)
-    }
+    weights: dict[str, float] = {}
+    for term, df in zip(terms, counts, strict=True):
+        d = max(float(df), 1.0)
+        weights[term] = math.log(1.0 + (max(n - d, 0.0) + 0.5) / (d + 0.5))
+    return weights
 
 
 def lexical_share(weights: dict[str, float], texts: Iterable[str]) -> float:
