@@ -23,8 +23,10 @@ topic). Without a similarity the lexical share decides alone. Thresholds are set
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,8 @@ from powercontext.search import embedding
 from powercontext.search.engines import scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow
+
+HELD_TERMS_CACHE = 8192
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,20 @@ def term_weights(index: Index, scope_id: str, terms: Sequence[str]) -> dict[str,
     return weights
 
 
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
+
+
+@lru_cache(maxsize=HELD_TERMS_CACHE)
+def held_terms(text: str) -> frozenset[str]:
+    """The index terms of ``text`` (``analyzer.index_terms(analyzer.analyze(text))`` as a set).
+    Plain ASCII text takes a fast path with the same result: its words are the runs of ASCII
+    letters, digits and ``_`` after lower-casing. Cached (entry texts repeat across prepares)."""
+    if text.isascii():
+        words = (word[: analyzer.MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower()))
+        return frozenset(analyzer.index_term(word) for word in words)
+    return frozenset(analyzer.index_terms(analyzer.analyze(text)))
+
+
 def lexical_share(weights: dict[str, float], texts: Iterable[str]) -> float:
     """The share of the query's weight held by the terms of ``texts`` (0 without weights)."""
     total = sum(weights.values())
@@ -119,7 +137,7 @@ def lexical_share(weights: dict[str, float], texts: Iterable[str]) -> float:
         return 0.0
     held: set[str] = set()
     for text in texts:
-        held.update(analyzer.index_terms(analyzer.analyze(text)))
+        held.update(held_terms(text))
     return sum(weight for term, weight in weights.items() if term in held) / total
 
 

@@ -4,13 +4,15 @@ Tuned on the LoCoMo dev file, leave-one-conversation-out (``docs/retrieval.md``,
 floor and ranking"). Given the full-text ranking (``LEXICAL_DEPTH`` rows, BM25) and the vector
 ranking (``VECTOR_DEPTH`` rows, cosine) of one head:
 
-1. **Pool**: the first ``POOL_DEPTH`` of each, plus each one's neighbours: the active entries
-   remembered just before and just after it in the scope (adjacent membership ids of the head).
+1. **Pool**: the first ``POOL_DEPTH`` of each, plus each one's neighbours: the
+   ``NEIGHBOUR_SPAN`` active entries remembered just before and just after it in the scope
+   (adjacent membership ids of the head).
    A fact is often split over consecutive entries (a question and its answer, a turn and its
    follow-up); the neighbours let one carry the other in.
 2. **Smoothed scores**: each pool entry's BM25 plus ``LEXICAL_NEIGHBOUR_WEIGHT`` times its
    neighbours' (0 where outside the full-text ranking), and its cosine plus
-   ``VECTOR_NEIGHBOUR_WEIGHT`` times its neighbours' cosines. These are ranking keys only: the
+   ``VECTOR_NEIGHBOUR_WEIGHT`` times its neighbours' cosines; a neighbour at distance d counts
+   ``NEIGHBOUR_DECAY ** (d - 1)``. These are ranking keys only: the
    entry's stored text and citation stay its own, and the relevance floor judges the entry's
    own similarity and lexical share.
 3. **Fusion**: weighted reciprocal-rank fusion of the two smoothed rankings (the first
@@ -31,6 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 from django.db import connection
 
@@ -43,9 +46,11 @@ from powercontext.search.queries import MemorySearchRow
 LEXICAL_DEPTH = 100  # full-text rows read (their BM25 feeds the neighbours' smoothed scores)
 VECTOR_DEPTH = 50
 POOL_DEPTH = 50  # per channel, before and after smoothing
-LEXICAL_NEIGHBOUR_WEIGHT = 0.4
-VECTOR_NEIGHBOUR_WEIGHT = 0.3
-SPEAKER_PRIOR = 0.3
+NEIGHBOUR_SPAN = 2
+NEIGHBOUR_DECAY = 0.5
+LEXICAL_NEIGHBOUR_WEIGHT = 0.5
+VECTOR_NEIGHBOUR_WEIGHT = 0.2
+SPEAKER_PRIOR = 0.2
 CACHE_SCOPES = 256
 _SPEAKER = re.compile(r"\s*([^\s:][^:\n]{0,40}):\s")
 
@@ -86,11 +91,23 @@ def _active_order(scope_id: str, revision: int) -> list[int] | None:
     return ids
 
 
-def _neighbours(order: list[int], pk: int) -> tuple[int | None, int | None]:
+def _neighbours(order: list[int], pk: int) -> list[tuple[int, float]]:
+    """(membership id, weight) of the entries within ``NEIGHBOUR_SPAN`` of ``pk`` in ``order``."""
     at = bisect.bisect_left(order, pk)
     if at >= len(order) or order[at] != pk:
-        return None, None
-    return (order[at - 1] if at > 0 else None), (order[at + 1] if at + 1 < len(order) else None)
+        return []
+    found = []
+    for distance in range(1, NEIGHBOUR_SPAN + 1):
+        weight = NEIGHBOUR_DECAY ** (distance - 1)
+        for index in (at - distance, at + distance):
+            if 0 <= index < len(order):
+                found.append((order[index], weight))
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _speaker_words(label: str) -> tuple[str, ...]:
+    return tuple(analyzer.analyze(label))
 
 
 def speaker_named(text: str, query_terms: set[str]) -> bool:
@@ -98,7 +115,7 @@ def speaker_named(text: str, query_terms: set[str]) -> bool:
     match = _SPEAKER.match(text)
     if match is None:
         return False
-    words = analyzer.analyze(match.group(1))
+    words = _speaker_words(match.group(1))
     return bool(words) and all(word in query_terms for word in words)
 
 
@@ -136,15 +153,13 @@ def rank_memory(
         )
     )
     order = _active_order(scope_id, revision)
-    adjacent: dict[int, tuple[int | None, int | None]] = {}
+    adjacent: dict[int, list[tuple[int, float]]] = {}
     if order is not None:
         adjacent = {pk: _neighbours(order, pk) for pk in pool}
-        missing = sorted(
-            {pk for pair in adjacent.values() for pk in pair if pk is not None and pk not in rows}
-        )
+        missing = sorted({pk for around in adjacent.values() for pk, _ in around if pk not in rows})
         for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in missing]):
-            if row.head_revision == revision:
-                rows[row.membership_id] = replace(row, matched_by=())
+            if row.head_revision == revision:  # found by neither ranking: matched_by set below
+                rows[row.membership_id] = row
     candidates = [
         pk for pk in dict.fromkeys([*pool, *(p for pair in adjacent.values() for p in pair)]) if pk in rows
     ]
@@ -153,8 +168,7 @@ def rank_memory(
     cosine = relevance.memory_similarities(scope_id, query, [rows[pk] for pk in candidates]) if model else {}
 
     def smoothed(values: dict[int, float], weight: float, pk: int) -> float:
-        before, after = adjacent.get(pk, (None, None))
-        around = sum(values.get(p, 0.0) for p in (before, after) if p is not None)
+        around = sum(share * values.get(p, 0.0) for p, share in adjacent.get(pk, ()))
         return values.get(pk, 0.0) + weight * around
 
     cos_values = {
