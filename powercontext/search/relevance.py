@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -36,7 +37,7 @@ from django.db import connection
 from powercontext import analyzer
 from powercontext.models import ExperienceVector, MemoryEntryVector
 from powercontext.search import embedding
-from powercontext.search.engines import scope_tokens
+from powercontext.search.engines import BM25_B, BM25_K1, BM25_MIN_IDF, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 from powercontext.search.queries import ExperienceSearchRow, MemorySearchRow
 
@@ -83,9 +84,20 @@ def content_terms(query: str) -> list[str]:
     return list(seen)
 
 
-def _counts_sql(index: Index, terms: int) -> str:
+@dataclass(frozen=True)
+class ScopeFigures:
+    """One scope's index statistics for some terms: document count, average length (in terms)
+    and each term's document frequency."""
+
+    count: int
+    average_length: float
+    frequencies: dict[str, int]
+
+
+def _figures_sql(index: Index, terms: int) -> str:
     docs = index.model._meta.db_table
     total = f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)"
+    average = f"(SELECT avg(length) FROM {docs} WHERE scope_id = %s)"
     if connection.vendor == "postgresql":
         counts = [
             f"(SELECT count(*) FROM {docs} WHERE scope_id = %s AND document @@ %s::tsquery)"
@@ -94,40 +106,75 @@ def _counts_sql(index: Index, terms: int) -> str:
     else:  # scope-keyed tokens: the MATCH reads this scope's postings only
         fts = index.fts_table
         counts = [f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH %s)" for _ in range(terms)]
-    return "SELECT " + ", ".join([total, *counts])
+    return "SELECT " + ", ".join([total, average, *counts])
+
+
+def scope_figures(index: Index, scope_id: str, terms: Sequence[str]) -> ScopeFigures:
+    """The scope's figures in ``index`` for ``terms`` (index terms), read by one statement."""
+    tokens = scope_tokens(scope_id, terms)
+    params: list[Any] = [scope_id, scope_id]
+    for token in tokens:
+        params.extend([scope_id, token] if connection.vendor == "postgresql" else [f'"{token}"'])
+    with connection.cursor() as cursor:
+        cursor.execute(_figures_sql(index, len(tokens)), params)
+        total, average, *counts = cursor.fetchone()
+    return ScopeFigures(
+        int(total), float(average or 0.0), {term: int(df) for term, df in zip(terms, counts, strict=True)}
+    )
+
+
+def idf_weights(figures: ScopeFigures, terms: Sequence[str]) -> dict[str, float]:
+    """The lexical share's weight of each term (module docstring); ``terms`` are in ``figures``."""
+    n = float(figures.count)
+    weights: dict[str, float] = {}
+    for term in terms:
+        d = max(float(figures.frequencies[term]), 1.0)
+        weights[term] = math.log(1.0 + (max(n - d, 0.0) + 0.5) / (d + 0.5))
+    return weights
 
 
 def term_weights(index: Index, scope_id: str, terms: Sequence[str]) -> dict[str, float]:
     """Each term's IDF weight in the scope's ``index`` (one statement)."""
     if not terms:
         return {}
-    tokens = scope_tokens(scope_id, terms)
-    params: list[Any] = [scope_id]
-    for token in tokens:
-        params.extend([scope_id, token] if connection.vendor == "postgresql" else [f'"{token}"'])
-    with connection.cursor() as cursor:
-        cursor.execute(_counts_sql(index, len(tokens)), params)
-        total, *counts = cursor.fetchone()
-    n = float(total)
-    weights: dict[str, float] = {}
-    for term, df in zip(terms, counts, strict=True):
-        d = max(float(df), 1.0)
-        weights[term] = math.log(1.0 + (max(n - d, 0.0) + 0.5) / (d + 0.5))
-    return weights
+    return idf_weights(scope_figures(index, scope_id, terms), terms)
+
+
+def bm25(figures: ScopeFigures, terms: Sequence[str], text: str) -> float:
+    """BM25 of ``text`` for ``terms`` with the scope's own statistics, as FTS5 computes it
+    (k1 1.2, b 0.75, IDF floored at a tiny positive) but with the scope's document count and
+    average length instead of the whole table's."""
+    counts = term_counts(text)
+    length = sum(counts.values())
+    n, average = float(figures.count), max(figures.average_length, 1e-9)
+    score = 0.0
+    for term in terms:
+        tf = counts.get(term, 0)
+        df = figures.frequencies.get(term, 0)
+        if tf and df:
+            idf = max(math.log((n - df + 0.5) / (df + 0.5)), BM25_MIN_IDF)
+            score += idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * length / average))
+    return score
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 
 @lru_cache(maxsize=HELD_TERMS_CACHE)
-def held_terms(text: str) -> frozenset[str]:
-    """The index terms of ``text`` (``analyzer.index_terms(analyzer.analyze(text))`` as a set).
-    Plain ASCII text takes a fast path with the same result: its words are the runs of ASCII
-    letters, digits and ``_`` after lower-casing. Cached (entry texts repeat across prepares)."""
+def term_counts(text: str) -> dict[str, int]:
+    """How often each index term occurs in ``text`` (``analyzer.index_terms(analyzer.analyze(
+    text))`` counted). Plain ASCII text takes a fast path with the same result: its words are the
+    runs of ASCII letters, digits and ``_`` after lower-casing. Cached (entry texts repeat across
+    prepares); callers must not change the result."""
     if text.isascii():
         words = (word[: analyzer.MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower()))
-        return frozenset(analyzer.index_term(word) for word in words)
-    return frozenset(analyzer.index_terms(analyzer.analyze(text)))
+        return dict(Counter(analyzer.index_term(word) for word in words))
+    return dict(Counter(analyzer.index_terms(analyzer.analyze(text))))
+
+
+def held_terms(text: str) -> frozenset[str]:
+    """The index terms of ``text``."""
+    return frozenset(term_counts(text))
 
 
 def lexical_share(weights: dict[str, float], texts: Iterable[str]) -> float:

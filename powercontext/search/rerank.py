@@ -119,11 +119,6 @@ def speaker_named(text: str, query_terms: set[str]) -> bool:
     return bool(words) and all(word in query_terms for word in words)
 
 
-def _bm25(score: float) -> float:
-    """The engine relevance back from ``queries._score`` (raw / (1 + raw))."""
-    return score / (1.0 - score) if score < 1.0 else 1e9
-
-
 def _top(scores: dict[int, float], depth: int) -> list[int]:
     return sorted((pk for pk, value in scores.items() if value > 0), key=lambda pk: (-scores[pk], pk))[:depth]
 
@@ -145,7 +140,11 @@ def rank_memory(
     if not rows:
         return []
     revision = next(iter(rows.values())).head_revision
-    bm25 = {row.membership_id: _bm25(row.score) for row in lexical}
+    # BM25 again with the scope's own document count and average length (FTS5 counts the whole
+    # table's): the smoothing adds scores across entries, so their scale matters, not only order.
+    query_terms = analyzer.query_terms(query)
+    figures = relevance.scope_figures(MEMORY_INDEX, scope_id, query_terms)
+    bm25 = {row.membership_id: relevance.bm25(figures, query_terms, row.text) for row in lexical}
     pool = list(
         dict.fromkeys(
             [row.membership_id for row in lexical[:POOL_DEPTH]]
@@ -186,7 +185,7 @@ def rank_memory(
             fused[pk] = fused.get(pk, 0.0) + weight / (vectors.RRF_K + rank)
     best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if vector_rank else 0.0)) / (vectors.RRF_K + 1)
     query_words = set(analyzer.analyze(query))
-    weights = relevance.term_weights(MEMORY_INDEX, scope_id, relevance.content_terms(query))
+    weights = relevance.idf_weights(figures, relevance.content_terms(query))
     scored = {
         pk: value / best + (SPEAKER_PRIOR if speaker_named(rows[pk].text, query_words) else 0.0)
         for pk, value in fused.items()
