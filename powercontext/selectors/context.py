@@ -3,7 +3,7 @@ returned as the pure builder's own input dataclasses (one shape change, not thre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from context_api.builder import ArtifactRef, ExperienceHit, MemoryHit
@@ -21,6 +21,12 @@ class ContextCandidates:
     memory_ref: ArtifactRef | None
     memory_hits: list[MemoryHit]
     experience_hits: list[ExperienceHit]
+    # The search rows behind the hits, with their relevance figures (``similarity``,
+    # ``lexical_share``), and the ranked candidates the relevance floor kept out (for explain).
+    memory_rows: list[search.MemorySearchRow] = field(default_factory=list)
+    experience_rows: list[search.ExperienceSearchRow] = field(default_factory=list)
+    memory_below_floor: list[search.MemorySearchRow] = field(default_factory=list)
+    experience_below_floor: list[search.ExperienceSearchRow] = field(default_factory=list)
 
 
 def memory_ref(revision: int) -> ArtifactRef:
@@ -50,6 +56,12 @@ def admitted(rows: list[Row]) -> list[Row]:
     return [row for row in rows if floor.admits(row.similarity, row.lexical_share)]
 
 
+def below_floor(rows: list[Row]) -> list[Row]:
+    """The annotated rows the relevance floor keeps out, in order."""
+    floor = relevance.floor()
+    return [row for row in rows if not floor.admits(row.similarity, row.lexical_share)]
+
+
 def context_candidates(
     *, scope_id: str, query: str, memory_limit: int, experience_limit: int
 ) -> ContextCandidates:
@@ -72,12 +84,16 @@ def context_candidates(
         memory_limit=memory_limit * RELEVANCE_DEPTH_FACTOR,
         experience_limit=experience_limit * RELEVANCE_DEPTH_FACTOR,
     )
-    memory_rows = admitted(relevance.annotate_memory(scope_id, query, memory_rows))[:memory_limit]
-    experience_rows = admitted(relevance.annotate_experience(scope_id, query, experience_rows))[
-        :experience_limit
-    ]
+    memory_rows = relevance.annotate_memory(scope_id, query, memory_rows)
+    experience_rows = relevance.annotate_experience(scope_id, query, experience_rows)
+    memory_kept = admitted(memory_rows)[:memory_limit]
+    experience_kept = admitted(experience_rows)[:experience_limit]
     return ContextCandidates(
-        memory_ref=memory_ref(memory_rows[0].head_revision) if memory_rows else None,
-        memory_hits=[memory_hit(row) for row in memory_rows],
-        experience_hits=[experience_hit(row) for row in experience_rows],
+        memory_ref=memory_ref(memory_kept[0].head_revision) if memory_kept else None,
+        memory_hits=[memory_hit(row) for row in memory_kept],
+        experience_hits=[experience_hit(row) for row in experience_kept],
+        memory_rows=memory_kept,
+        experience_rows=experience_kept,
+        memory_below_floor=below_floor(memory_rows),
+        experience_below_floor=below_floor(experience_rows),
     )

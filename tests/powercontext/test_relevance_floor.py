@@ -122,6 +122,13 @@ def test_memory_by_meaning_alone_at_the_boundary(embeddings: Any, settings: Any)
     assert text in memory_texts("meaning", query)
     set_floor(settings, similarity + EPSILON, 1.0, 1.0)
     assert text not in memory_texts("meaning", query)
+    # What the floor kept out stays visible to explain, with its figures.
+    found = context_candidates(scope_id="meaning", query=query, memory_limit=16, experience_limit=8)
+    (kept_out,) = [row for row in found.memory_below_floor if row.text == text]
+    assert (kept_out.similarity, kept_out.lexical_share) == (pytest.approx(similarity), 0.0)
+    assert all(
+        row.similarity is not None and row.similarity >= similarity + EPSILON for row in found.memory_rows
+    )
 
 
 @pytest.mark.django_db
