@@ -5,6 +5,10 @@ prompts get an empty pack. The scopes are written here; the shipped negative pro
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -245,3 +249,55 @@ def test_the_query_embedding_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     assert list(model._queries) == ["ccc", "a", "dddd"]  # bounded; least recently used ("bb") left
     model.embed_query("bb")
     assert model.runs == 5 and len(model._queries) == 3
+
+
+HOOK = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_and_the_codex_hook_an_unrelated_prompt_is_empty_and_silent(
+    embeddings: Any, live_server: Any, tmp_path: Path
+) -> None:
+    import httpx
+
+    for note in NOTES:
+        httpx.post(
+            f"{live_server.url}/v1/memory/remember",
+            json={"scope_id": "hook-eng", "kind": "note", "text": note},
+        ).raise_for_status()
+
+    def prepare(query: str) -> dict[str, Any]:
+        response = httpx.post(
+            f"{live_server.url}/v1/context/prepare", json={"scope_id": "hook-eng", "query": query}
+        )
+        response.raise_for_status()
+        body: dict[str, Any] = response.json()
+        return body
+
+    for unrelated in ("zebra xylophone marmalade teacup origami", "what is the capital of Mongolia"):
+        assert prepare(unrelated)["status"] == "empty"
+    assert prepare("which broker does celery use?")["status"] == "ready"
+
+    hook = subprocess.run(
+        [sys.executable, str(HOOK)],
+        input=json.dumps(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": "how do I bake sourdough bread",
+                "cwd": str(tmp_path),
+            }
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "POWERCONTEXT_URL": live_server.url,
+            "POWERCONTEXT_SCOPE_ID": "hook-eng",
+            "POWERCONTEXT_TIMEOUT_SECONDS": "10",
+        },
+    )
+    assert hook.returncode == 0 and hook.stdout == ""
+    (diagnostic,) = hook.stderr.splitlines()
+    assert json.loads(diagnostic)["outcome"] == "empty"
