@@ -38,8 +38,15 @@ from functools import lru_cache
 from django.db import connection
 
 from powercontext import analyzer
-from powercontext.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemoryMembership
+from powercontext.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    MemoryMembership,
+    MemorySearchDocument,
+)
 from powercontext.search import embedding, relevance
+from powercontext.search.engines import scope_tokens
 from powercontext.search.indexes import MEMORY_INDEX
 from powercontext.search.queries import MemorySearchRow
 
@@ -123,6 +130,43 @@ def _top(scores: dict[int, float], depth: int) -> list[int]:
     return sorted((pk for pk, value in scores.items() if value > 0), key=lambda pk: (-scores[pk], pk))[:depth]
 
 
+_DOCS_SQL = (
+    f"SELECT membership_id, length, terms FROM {MemorySearchDocument._meta.db_table}"
+    f" WHERE membership_id IN ({{ids}})"
+)
+
+
+def _token_count(terms: str, token: str, postgres: bool) -> int:
+    """Occurrences of ``token`` in a document's stored ``terms`` (``engines``' formats)."""
+    if not postgres:  # space-separated tokens
+        return terms.split().count(token)
+    at = f" {terms}".find(f" {token}:")  # "token:1,5,9 other:2"
+    if at < 0:
+        return 0
+    positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
+    return positions.count(",") + 1
+
+
+def index_counts(
+    scope_id: str, membership_ids: Sequence[int], terms: Sequence[str]
+) -> dict[int, tuple[dict[str, int], int]]:
+    """For each membership: (occurrences of each of ``terms`` it holds, its length in terms),
+    read from its full-text index row (one statement; no text analysis). Memberships without
+    an index row are absent."""
+    if not membership_ids:
+        return {}
+    tokens = dict(zip(scope_tokens(scope_id, terms), terms, strict=True))
+    postgres = connection.vendor == "postgresql"
+    with connection.cursor() as cursor:
+        cursor.execute(_DOCS_SQL.format(ids=", ".join(["%s"] * len(membership_ids))), list(membership_ids))
+        found = cursor.fetchall()
+    counted: dict[int, tuple[dict[str, int], int]] = {}
+    for pk, length, stored in found:
+        counts = {term: n for token, term in tokens.items() if (n := _token_count(stored, token, postgres))}
+        counted[int(pk)] = (counts, int(length))
+    return counted
+
+
 def rank_memory(
     scope_id: str,
     query: str,
@@ -144,7 +188,11 @@ def rank_memory(
     # table's): the smoothing adds scores across entries, so their scale matters, not only order.
     query_terms = analyzer.query_terms(query)
     figures = relevance.scope_figures(MEMORY_INDEX, scope_id, query_terms)
-    bm25 = {row.membership_id: relevance.bm25(figures, query_terms, row.text) for row in lexical}
+    counted = index_counts(scope_id, [row.membership_id for row in lexical], query_terms)
+    bm25 = {
+        row.membership_id: relevance.bm25(figures, query_terms, row.text, counted.get(row.membership_id))
+        for row in lexical
+    }
     pool = list(
         dict.fromkeys(
             [row.membership_id for row in lexical[:POOL_DEPTH]]
@@ -160,8 +208,12 @@ def rank_memory(
             if row.head_revision == revision:  # found by neither ranking: matched_by set below
                 rows[row.membership_id] = row
     candidates = [
-        pk for pk in dict.fromkeys([*pool, *(p for pair in adjacent.values() for p in pair)]) if pk in rows
+        pk
+        for pk in dict.fromkeys([*pool, *(p for around in adjacent.values() for p, _ in around)])
+        if pk in rows
     ]
+    if order is not None:  # the neighbours' own neighbours count too (where their scores are known)
+        adjacent.update({pk: _neighbours(order, pk) for pk in candidates if pk not in adjacent})
     # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0).
     model = embedding.embedder()
     cosine = relevance.memory_similarities(scope_id, query, [rows[pk] for pk in candidates]) if model else {}
@@ -194,13 +246,15 @@ def rank_memory(
     for row in semantic:
         channels.setdefault(row.membership_id, set()).update(row.matched_by)
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
+    counted.update(index_counts(scope_id, [pk for pk in ranked if pk not in counted], query_terms))
+    held = {pk: set(counts) for pk, (counts, _) in counted.items()}
     return [
         replace(
             rows[pk],
             score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
             similarity=cosine.get(rows[pk].entry_version_id),
-            lexical_share=relevance.lexical_share(weights, [rows[pk].text]),
+            lexical_share=relevance.lexical_share(weights, [rows[pk].text], held=held.get(pk)),
         )
         for pk in ranked
     ]
