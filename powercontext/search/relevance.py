@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -94,10 +95,16 @@ class ScopeFigures:
     frequencies: dict[str, int]
 
 
-def _figures_sql(index: Index, terms: int) -> str:
+def _figures_sql(index: Index, terms: int, totals: bool) -> str:
     docs = index.model._meta.db_table
-    total = f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)"
-    average = f"(SELECT avg(length) FROM {docs} WHERE scope_id = %s)"
+    figures = (
+        [
+            f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)",
+            f"(SELECT avg(length) FROM {docs} WHERE scope_id = %s)",
+        ]
+        if totals
+        else []
+    )
     if connection.vendor == "postgresql":
         counts = [
             f"(SELECT count(*) FROM {docs} WHERE scope_id = %s AND document @@ %s::tsquery)"
@@ -106,21 +113,45 @@ def _figures_sql(index: Index, terms: int) -> str:
     else:  # scope-keyed tokens: the MATCH reads this scope's postings only
         fts = index.fts_table
         counts = [f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH %s)" for _ in range(terms)]
-    return "SELECT " + ", ".join([total, average, *counts])
+    return "SELECT " + ", ".join([*figures, *counts])
 
 
-def scope_figures(index: Index, scope_id: str, terms: Sequence[str]) -> ScopeFigures:
-    """The scope's figures in ``index`` for ``terms`` (index terms), read by one statement."""
+# (scope, Memory head revision) -> (document count, average length): reading them scans the
+# scope's index rows, and every Memory write moves the head.
+_totals: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
+_totals_lock = threading.Lock()
+TOTALS_CACHE = 1024
+
+
+def scope_figures(
+    index: Index, scope_id: str, terms: Sequence[str], revision: int | None = None
+) -> ScopeFigures:
+    """The scope's figures in ``index`` for ``terms`` (index terms), read by one statement; with
+    the Memory head ``revision`` the rows were read at, the document count and average length
+    are cached for it (only the term counts are read)."""
+    key = (scope_id, revision) if revision is not None and index is MEMORY_INDEX else None
+    with _totals_lock:
+        cached = _totals.get(key) if key is not None else None
+    if cached is not None and not terms:
+        return ScopeFigures(cached[0], cached[1], {})
     tokens = scope_tokens(scope_id, terms)
-    params: list[Any] = [scope_id, scope_id]
+    params: list[Any] = [] if cached is not None else [scope_id, scope_id]
     for token in tokens:
         params.extend([scope_id, token] if connection.vendor == "postgresql" else [f'"{token}"'])
     with connection.cursor() as cursor:
-        cursor.execute(_figures_sql(index, len(tokens)), params)
-        total, average, *counts = cursor.fetchone()
-    return ScopeFigures(
-        int(total), float(average or 0.0), {term: int(df) for term, df in zip(terms, counts, strict=True)}
-    )
+        cursor.execute(_figures_sql(index, len(tokens), totals=cached is None), params)
+        values = list(cursor.fetchone())
+    if cached is None:
+        total, average, *counts = values
+        cached = (int(total), float(average or 0.0))
+        if key is not None:
+            with _totals_lock:
+                _totals[key] = cached
+                while len(_totals) > TOTALS_CACHE:
+                    _totals.popitem(last=False)
+    else:
+        counts = values
+    return ScopeFigures(cached[0], cached[1], {term: int(df) for term, df in zip(terms, counts, strict=True)})
 
 
 def idf_weights(figures: ScopeFigures, terms: Sequence[str]) -> dict[str, float]:

@@ -45,7 +45,7 @@ from powercontext.models import (
     MemoryMembership,
     MemorySearchDocument,
 )
-from powercontext.search import embedding, relevance
+from powercontext.search import embedding, relevance, vector_inprocess
 from powercontext.search.engines import scope_tokens
 from powercontext.search.indexes import MEMORY_INDEX
 from powercontext.search.queries import MemorySearchRow
@@ -167,6 +167,20 @@ def index_counts(
     return counted
 
 
+def _cosines(scope_id: str, query: str, rows: Sequence[MemorySearchRow]) -> dict[str, float]:
+    """Raw cosines of the rows by entry version id: from the in-process matrix that ranked the
+    vectors (a product over the rows), else read from the stored vectors."""
+    model = embedding.embedder()
+    if model is None or not rows:
+        return {}
+    by_pk = vector_inprocess.memory_cosines(
+        scope_id, model.model_id, model.embed_query(query), [row.membership_id for row in rows]
+    )
+    if by_pk is None:
+        return relevance.memory_similarities(scope_id, query, rows)
+    return {row.entry_version_id: by_pk[row.membership_id] for row in rows if row.membership_id in by_pk}
+
+
 def rank_memory(
     scope_id: str,
     query: str,
@@ -187,7 +201,7 @@ def rank_memory(
     # BM25 again with the scope's own document count and average length (FTS5 counts the whole
     # table's): the smoothing adds scores across entries, so their scale matters, not only order.
     query_terms = analyzer.query_terms(query)
-    figures = relevance.scope_figures(MEMORY_INDEX, scope_id, query_terms)
+    figures = relevance.scope_figures(MEMORY_INDEX, scope_id, query_terms, revision)
     counted = index_counts(scope_id, [row.membership_id for row in lexical], query_terms)
     bm25 = {
         row.membership_id: relevance.bm25(figures, query_terms, row.text, counted.get(row.membership_id))
@@ -215,8 +229,7 @@ def rank_memory(
     if order is not None:  # the neighbours' own neighbours count too (where their scores are known)
         adjacent.update({pk: _neighbours(order, pk) for pk in candidates if pk not in adjacent})
     # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0).
-    model = embedding.embedder()
-    cosine = relevance.memory_similarities(scope_id, query, [rows[pk] for pk in candidates]) if model else {}
+    cosine = _cosines(scope_id, query, [rows[pk] for pk in candidates])
 
     def smoothed(values: dict[int, float], weight: float, pk: int) -> float:
         around = sum(share * values.get(p, 0.0) for p, share in adjacent.get(pk, ()))
