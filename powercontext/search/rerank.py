@@ -42,6 +42,7 @@ from powercontext.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
+    MemoryEntryVersion,
     MemoryMembership,
     MemorySearchDocument,
 )
@@ -167,18 +168,40 @@ def index_counts(
     return counted
 
 
-def _cosines(scope_id: str, query: str, rows: Sequence[MemorySearchRow]) -> dict[str, float]:
-    """Raw cosines of the rows by entry version id: from the in-process matrix that ranked the
-    vectors (a product over the rows), else read from the stored vectors."""
+def _cosines(
+    scope_id: str, query: str, pks: Sequence[int], rows: dict[int, MemorySearchRow]
+) -> dict[int, float]:
+    """Raw cosines by membership id: from the in-process matrix that ranked the vectors (a
+    product over the candidates), else read from the stored vectors of the rows known."""
     model = embedding.embedder()
-    if model is None or not rows:
+    if model is None or not pks:
         return {}
-    by_pk = vector_inprocess.memory_cosines(
-        scope_id, model.model_id, model.embed_query(query), [row.membership_id for row in rows]
-    )
-    if by_pk is None:
-        return relevance.memory_similarities(scope_id, query, rows)
-    return {row.entry_version_id: by_pk[row.membership_id] for row in rows if row.membership_id in by_pk}
+    by_pk = vector_inprocess.memory_cosines(scope_id, model.model_id, model.embed_query(query), pks)
+    if by_pk is not None:
+        return by_pk
+    known = [rows[pk] for pk in pks if pk in rows]
+    by_version = relevance.memory_similarities(scope_id, query, known)
+    return {
+        row.membership_id: by_version[row.entry_version_id]
+        for row in known
+        if row.entry_version_id in by_version
+    }
+
+
+_TEXTS_SQL = (
+    f"SELECT m.id, v.text FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND m.id IN ({{ids}})"
+)
+
+
+def _texts(scope_id: str, pks: Sequence[int]) -> dict[int, str]:
+    """The texts of active memberships of the scope's current head (one statement)."""
+    if not pks:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_TEXTS_SQL.format(ids=", ".join(["%s"] * len(pks))), [scope_id, *pks])
+        return {int(pk): str(text) for pk, text in cursor.fetchall()}
 
 
 def rank_memory(
@@ -213,33 +236,31 @@ def rank_memory(
             + [row.membership_id for row in semantic[:POOL_DEPTH]]
         )
     )
+    texts = {pk: row.text for pk, row in rows.items()}
     order = _active_order(scope_id, revision)
     adjacent: dict[int, list[tuple[int, float]]] = {}
     if order is not None:
         adjacent = {pk: _neighbours(order, pk) for pk in pool}
-        missing = sorted({pk for around in adjacent.values() for pk, _ in around if pk not in rows})
-        for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in missing]):
-            if row.head_revision == revision:  # found by neither ranking: matched_by set below
-                rows[row.membership_id] = row
+        # Found by neither ranking: only their texts now (the speaker prior); full rows are read
+        # for those that make the window.
+        texts.update(
+            _texts(scope_id, sorted({pk for around in adjacent.values() for pk, _ in around} - texts.keys()))
+        )
     candidates = [
         pk
         for pk in dict.fromkeys([*pool, *(p for around in adjacent.values() for p, _ in around)])
-        if pk in rows
+        if pk in texts
     ]
     if order is not None:  # the neighbours' own neighbours count too (where their scores are known)
         adjacent.update({pk: _neighbours(order, pk) for pk in candidates if pk not in adjacent})
     # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0).
-    cosine = _cosines(scope_id, query, [rows[pk] for pk in candidates])
+    cosine = _cosines(scope_id, query, candidates, rows)
 
     def smoothed(values: dict[int, float], weight: float, pk: int) -> float:
         around = sum(share * values.get(p, 0.0) for p, share in adjacent.get(pk, ()))
         return values.get(pk, 0.0) + weight * around
 
-    cos_values = {
-        pk: max(0.0, cosine[rows[pk].entry_version_id])
-        for pk in candidates
-        if rows[pk].entry_version_id in cosine
-    }
+    cos_values = {pk: max(0.0, cosine[pk]) for pk in candidates if pk in cosine}
     lexical_rank = _top({pk: smoothed(bm25, LEXICAL_NEIGHBOUR_WEIGHT, pk) for pk in candidates}, POOL_DEPTH)
     vector_rank = _top(
         {pk: smoothed(cos_values, VECTOR_NEIGHBOUR_WEIGHT, pk) for pk in candidates}, POOL_DEPTH
@@ -252,13 +273,17 @@ def rank_memory(
     query_words = set(analyzer.analyze(query))
     weights = relevance.idf_weights(figures, relevance.content_terms(query))
     scored = {
-        pk: value / best + (SPEAKER_PRIOR if speaker_named(rows[pk].text, query_words) else 0.0)
+        pk: value / best + (SPEAKER_PRIOR if speaker_named(texts[pk], query_words) else 0.0)
         for pk, value in fused.items()
     }
     channels = {row.membership_id: set(row.matched_by) for row in lexical}
     for row in semantic:
         channels.setdefault(row.membership_id, set()).update(row.matched_by)
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
+    for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in ranked if pk not in rows]):
+        if row.head_revision == revision:  # matched_by set below
+            rows[row.membership_id] = row
+    ranked = [pk for pk in ranked if pk in rows]  # a neighbour gone since: left out
     counted.update(index_counts(scope_id, [pk for pk in ranked if pk not in counted], query_terms))
     held = {pk: set(counts) for pk, (counts, _) in counted.items()}
     return [
@@ -266,7 +291,7 @@ def rank_memory(
             rows[pk],
             score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
-            similarity=cosine.get(rows[pk].entry_version_id),
+            similarity=cosine.get(pk),
             lexical_share=relevance.lexical_share(weights, [rows[pk].text], held=held.get(pk)),
         )
         for pk in ranked
