@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import Celery
 from celery.beat import PersistentScheduler
+from celery.signals import worker_process_init
 from django.db import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
@@ -32,3 +33,11 @@ class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]
     def setup_schedule(self) -> None:
         Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
         super().setup_schedule()
+
+
+@worker_process_init.connect
+def _warm_up_embeddings(**kwargs: Any) -> None:
+    """Each worker process loads the embedding model when it starts, not on its first task."""
+    from powercontext.search import embedding
+
+    embedding.warm_up()

@@ -33,6 +33,20 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def _env_fraction(name: str, default: float) -> float:
+    """A float in [0, 1] from the environment."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise ImproperlyConfigured(f"{name} must be a number from 0 to 1, got {raw!r}")
+    return value
+
+
 def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -280,6 +294,16 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
 # (docs/decisions.md). This bounds that cache in MiB (Memory and Experience vectors together,
 # least recently used scopes out first); 0 caches nothing. ~15 MiB holds 10k entries' vectors.
 POWERCONTEXT_VECTOR_CACHE_MB = _env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, minimum=0)
+# The relevance floor (powercontext/search/relevance.py; calibration in docs/retrieval.md): a
+# Memory or Experience candidate reaches the builder only when its raw cosine similarity to the
+# query is at least MIN_SIMILARITY, or when it covers at least MIN_LEXICAL_SHARE of the query's
+# IDF mass and its similarity (if it has a vector) is at least MIN_LEXICAL_SIMILARITY. All three
+# at 0 turn the floor off.
+POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = _env_fraction("POWERCONTEXT_RELEVANCE_MIN_SIMILARITY", 0.38)
+POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = _env_fraction("POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE", 0.30)
+POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = _env_fraction(
+    "POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY", 0.20
+)
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.
 POWERCONTEXT_EMBED_COALESCE_SECONDS = _env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)

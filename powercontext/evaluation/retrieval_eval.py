@@ -8,6 +8,15 @@ conversation (``search.pending.wait_until_embedded``; with ``POWERCONTEXT_EMBED_
 vectors are written after commit). A question's evidence recall is the fraction of
 its evidence turns whose entries the pack's Memory items cite; its hit is whether any is.
 
+Precision: a pack's Memory items are counted; item precision is the share of them that cite an
+evidence turn, overall and per category, next to the mean items and bytes per pack.
+
+Negative sets (``--negatives``, ``NEGATIVE_SETS``): prompts unrelated to the memory they are
+asked against, kept in ``powercontext/evaluation/data``: software-engineering questions against
+every conversation's scope, everyday questions and small talk against one engineering-notes scope
+(``engineering_notes.txt``, remembered into ``eval-eng-<run>``), nonsense against all of them. A
+correct answer is ``empty``; the report gives each set's empty rate, mean items and bytes.
+
 Everything goes through the real services and the prepare application, in process. Scope ids
 are fresh per run (``eval-locomo-<run>-<sample>``), so existing data is never read or changed;
 use a throwaway database all the same, since the evaluation's rows stay.
@@ -23,8 +32,12 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
+from powercontext.core.models import MemoryMembership
 from powercontext.evaluation.bench.common import percentile
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
@@ -36,6 +49,19 @@ MAX_BYTES = 8000
 EMBED_TIMEOUT = 3600.0
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MEMORY_TEXT_MAX_BYTES = 8192
+NOTE_KIND = "note"
+# The evaluation data directory (kept in the repository; ``BASE_DIR``-relative, so it does not
+# depend on where this module lives).
+DATA_DIR = Path(settings.BASE_DIR) / "powercontext" / "evaluation" / "data"
+ENGINEERING_NOTES = "engineering_notes.txt"
+CHAT, ENGINEERING = "chat", "engineering"
+# name -> (file, the scopes it is asked against)
+NEGATIVE_SETS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "software": ("negatives_software.txt", (CHAT,)),
+    "everyday": ("negatives_everyday.txt", (ENGINEERING,)),
+    "smalltalk": ("negatives_smalltalk.txt", (ENGINEERING,)),
+    "nonsense": ("negatives_nonsense.txt", (CHAT, ENGINEERING)),
+}
 _TURN_ID = re.compile(r"D\d+:\d+")
 _SESSION = re.compile(r"session_(\d+)")
 
@@ -66,11 +92,17 @@ class Score:
     questions: int = 0
     recall: float = 0.0
     hits: int = 0
+    items: int = 0  # Memory items in the packs
+    evidence_items: int = 0  # of which cite an evidence turn
+    content_bytes: int = 0
 
-    def add(self, recall: float) -> None:
+    def add(self, recall: float, items: int = 0, evidence_items: int = 0, content_bytes: int = 0) -> None:
         self.questions += 1
         self.recall += recall
         self.hits += recall > 0
+        self.items += items
+        self.evidence_items += evidence_items
+        self.content_bytes += content_bytes
 
     def as_dict(self) -> dict[str, Any]:
         n = self.questions or 1
@@ -78,6 +110,32 @@ class Score:
             "questions": self.questions,
             "evidence_recall": round(self.recall / n, 4),
             "hit_rate": round(self.hits / n, 4),
+            "item_precision": round(self.evidence_items / self.items, 4) if self.items else 0.0,
+            "mean_items": round(self.items / n, 3),
+            "mean_content_bytes": round(self.content_bytes / n, 1),
+        }
+
+
+@dataclass
+class NegativeScore:
+    prompts: int = 0
+    empty: int = 0
+    items: int = 0
+    content_bytes: int = 0
+
+    def add(self, items: int, content_bytes: int) -> None:
+        self.prompts += 1
+        self.empty += items == 0
+        self.items += items
+        self.content_bytes += content_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        n = self.prompts or 1
+        return {
+            "prompts": self.prompts,
+            "empty_rate": round(self.empty / n, 4),
+            "mean_items": round(self.items / n, 3),
+            "mean_content_bytes": round(self.content_bytes / n, 1),
         }
 
 
@@ -92,6 +150,7 @@ class Report:
     skipped_questions: int = 0
     seed_seconds: float = 0.0  # remembering the turns (the embedder may run meanwhile)
     embed_wait_seconds: float = 0.0  # after the last remember, until every turn had its vector
+    negatives: dict[str, NegativeScore] = field(default_factory=dict)  # "<set> @ <target>"
 
     def as_dict(self) -> dict[str, Any]:
         ms = self.prepare_ms or [0.0]
@@ -101,6 +160,7 @@ class Report:
             "skipped_questions": self.skipped_questions,
             "overall": self.overall.as_dict(),
             "by_category": {f"{c} {name}": self.by_category[c].as_dict() for c, name in CATEGORIES.items()},
+            "negatives": {name: score.as_dict() for name, score in self.negatives.items()},
             "mean_content_bytes": round(statistics.fmean(self.content_bytes), 1) if self.content_bytes else 0,
             "prepare_p50_ms": round(statistics.median(ms), 3),
             "prepare_p95_ms": round(percentile(ms, 0.95), 3),
@@ -151,10 +211,21 @@ def parse_conversations(data: Any) -> list[Conversation]:
 
 def cited_entry_ids(content: str | None) -> set[str]:
     """Entry ids cited by the Memory items of a prepared context's ``content``."""
+    return set(memory_item_entry_ids(content))
+
+
+def memory_item_entry_ids(content: str | None) -> list[str]:
+    """The entry id of each Memory item of a prepared context's ``content``, in order."""
     if content is None:
-        return set()
+        return []
     envelope = json.loads(content[len(CONTENT_PREFIX) : -len(CONTENT_SUFFIX)])
-    return {item["citation"]["entry_id"] for item in envelope["items"] if "memory_ref" in item["citation"]}
+    return [item["citation"]["entry_id"] for item in envelope["items"] if "memory_ref" in item["citation"]]
+
+
+def read_lines(name: str) -> list[str]:
+    """The prompts (or notes) of one evaluation data file: "#" lines and blank lines skipped."""
+    text = (DATA_DIR / name).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def _memory_text(text: str) -> str | None:
@@ -173,11 +244,53 @@ def remember_conversation(scope_id: str, turns: Iterable[Turn]) -> dict[str, str
         if text is None:
             continue
         mutation = memory_remember(scope_id=scope_id, kind=KIND, text=text)
-        # Remembering what the head already holds is a no-op: the turn is the earlier entry.
+        # Remembering what the head already holds is a no-op: the turn is the earlier entry
+        # (of this run, or of an earlier run with the same run id: its scope is reused).
         if mutation.entry is not None:
             by_text[text] = mutation.entry.entry_id
+        elif text not in by_text:
+            by_text[text] = _active_entry_id(scope_id, text)
         entries[turn.dia_id] = by_text[text]
     return entries
+
+
+def _active_entry_id(scope_id: str, text: str) -> str:
+    return str(
+        MemoryMembership.objects.filter(
+            scope_id=scope_id,
+            to_revision__isnull=True,
+            state=MemoryMembership.State.ACTIVE,
+            entry_version__text=text,
+        )
+        .order_by("pk")
+        .values_list("entry__entry_id", flat=True)[0]
+    )
+
+
+def _wait_for_vectors(scope_id: str) -> None:
+    if embedding.embedder() is not None and not pending.wait_until_embedded(scope_id, EMBED_TIMEOUT):
+        raise RuntimeError("the embedder did not catch up within the timeout")
+
+
+def evaluate_negatives(
+    application: ScopedContextApplication, report: Report, *, run: str, chat_scopes: list[str]
+) -> None:
+    """Ask every negative set against its scopes (the engineering scope is built here)."""
+    engineering = f"eval-eng-{run}"
+    for note in read_lines(ENGINEERING_NOTES):
+        memory_remember(scope_id=engineering, kind=NOTE_KIND, text=note)
+    _wait_for_vectors(engineering)
+    targets = {CHAT: chat_scopes, ENGINEERING: [engineering]}
+    for name, (file_name, kinds) in NEGATIVE_SETS.items():
+        prompts = read_lines(file_name)
+        for kind in kinds:
+            score = report.negatives.setdefault(f"{name} @ {kind}", NegativeScore())
+            for scope_id in targets[kind]:
+                for prompt in prompts:
+                    prepared = application.prepare(
+                        PrepareRequest(scope_id=scope_id, query=prompt, max_bytes=MAX_BYTES)
+                    )
+                    score.add(len(memory_item_entry_ids(prepared.content)), prepared.content_bytes)
 
 
 def evaluate(
@@ -185,19 +298,22 @@ def evaluate(
     *,
     run_id: str | None = None,
     progress: Callable[[str], None] | None = None,
+    negatives: bool = False,
 ) -> Report:
-    """Load each conversation into a fresh scope, ask its questions, score the packs."""
+    """Load each conversation into a fresh scope, ask its questions, score the packs; with
+    ``negatives``, also ask the negative sets (``NEGATIVE_SETS``)."""
     run = run_id or uuid.uuid4().hex[:12]
     application = ScopedContextApplication()
     report = Report()
+    chat_scopes: list[str] = []
     for conversation in conversations:
         scope_id = f"eval-locomo-{run}-{conversation.sample_id}"
+        chat_scopes.append(scope_id)
         started = time.perf_counter()
         entries = remember_conversation(scope_id, conversation.turns)
         seeded = time.perf_counter()
         # Measure the finished index: with embedding after commit, wait for the embedder.
-        if embedding.embedder() is not None and not pending.wait_until_embedded(scope_id, EMBED_TIMEOUT):
-            raise RuntimeError("the embedder did not catch up within the timeout")
+        _wait_for_vectors(scope_id)
         report.seed_seconds += seeded - started
         report.embed_wait_seconds += time.perf_counter() - seeded
         report.conversations += 1
@@ -210,25 +326,45 @@ def evaluate(
             )
             report.prepare_ms.append((time.perf_counter() - started) * 1000)
             report.content_bytes.append(prepared.content_bytes)
-            cited = cited_entry_ids(prepared.content)
+            items = memory_item_entry_ids(prepared.content)
+            cited = set(items)
+            evidence = {entries[turn_id] for turn_id in question.evidence if turn_id in entries}
             found = sum(1 for turn_id in question.evidence if entries.get(turn_id) in cited)
             recall = found / len(question.evidence)
-            report.overall.add(recall)
-            report.by_category[question.category].add(recall)
+            figures = (
+                recall,
+                len(items),
+                sum(1 for entry in items if entry in evidence),
+                prepared.content_bytes,
+            )
+            report.overall.add(*figures)
+            report.by_category[question.category].add(*figures)
         if progress:
             progress(
                 f"{conversation.sample_id}: {len(entries)} turns, {len(conversation.questions)} questions"
             )
+    if negatives:
+        evaluate_negatives(application, report, run=run, chat_scopes=chat_scopes)
     return report
 
 
 def render_table(summary: dict[str, Any]) -> str:
     rows = [("overall", summary["overall"]), *summary["by_category"].items()]
-    lines = [f"{'questions':<16}{'n':>6}{'recall':>9}{'hit rate':>10}"]
+    lines = [
+        f"{'questions':<16}{'n':>6}{'recall':>9}{'hit rate':>10}{'precision':>11}{'items':>7}{'bytes':>7}"
+    ]
     for name, score in rows:
         lines.append(
             f"{name:<16}{score['questions']:>6}{score['evidence_recall']:>9.3f}{score['hit_rate']:>10.3f}"
+            f"{score['item_precision']:>11.3f}{score['mean_items']:>7.2f}{score['mean_content_bytes']:>7.0f}"
         )
+    if summary.get("negatives"):
+        lines.append(f"{'negative set':<26}{'n':>6}{'empty':>8}{'items':>7}{'bytes':>7}")
+        for name, score in summary["negatives"].items():
+            lines.append(
+                f"{name:<26}{score['prompts']:>6}{score['empty_rate']:>8.3f}{score['mean_items']:>7.2f}"
+                f"{score['mean_content_bytes']:>7.0f}"
+            )
     lines.append(
         f"mean content_bytes {summary['mean_content_bytes']:.0f}; prepare p50 {summary['prepare_p50_ms']:.2f} ms,"
         f" p95 {summary['prepare_p95_ms']:.2f} ms; {summary['conversations']} conversations,"

@@ -183,6 +183,7 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
             + obj.skipped_total_item_limit
             + obj.skipped_over_budget
             + obj.skipped_window
+            + obj.skipped_below_floor
         )
 
     @admin.display(description="explain")

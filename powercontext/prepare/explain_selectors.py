@@ -49,6 +49,10 @@ def outcome(trace: Decision) -> str:
     return f"skipped: {trace.reason}"
 
 
+def _figure(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "-"
+
+
 @dataclass(frozen=True)
 class ExplainRow:
     """One candidate as both renderers show it (strings; the page escapes them)."""
@@ -59,6 +63,8 @@ class ExplainRow:
     citation: str
     score: str
     matched_by: str
+    similarity: str
+    lexical_share: str
     chars: str
     decision: str
     outcome: str
@@ -109,6 +115,8 @@ class ExplainReport:
                     citation=citation_label(trace),
                     score=f"{shown['score']:.4f}" if shown["score"] is not None else "-",
                     matched_by="+".join(shown["matched_by"]) if shown["matched_by"] else "-",
+                    similarity=_figure(shown["similarity"]),
+                    lexical_share=_figure(shown["lexical_share"]),
                     chars=str(shown["source_chars"]),
                     decision=trace.decision,
                     outcome=outcome(trace),

@@ -35,6 +35,7 @@ class PrepareAggregate(models.Model):
     skipped_total_item_limit = models.BigIntegerField(default=0)
     skipped_over_budget = models.BigIntegerField(default=0)
     skipped_window = models.BigIntegerField(default=0)
+    skipped_below_floor = models.BigIntegerField(default=0)  # below the relevance floor
     truncated_source_cap = models.BigIntegerField(default=0)
     truncated_budget = models.BigIntegerField(default=0)
     content_bytes = models.BigIntegerField(default=0)  # sum over the prepares
@@ -85,6 +86,7 @@ PREPARE_AGGREGATE_COUNTERS = (
     "skipped_total_item_limit",
     "skipped_over_budget",
     "skipped_window",
+    "skipped_below_floor",
     "truncated_source_cap",
     "truncated_budget",
     "content_bytes",

@@ -15,9 +15,19 @@ from powercontext.prepare.render import PreparedContext
 ADMITTED = "admitted"
 DUPLICATE = "duplicate"
 SKIPPED = "skipped"
-# Why a hit was not admitted. ``window`` (beyond the candidate window) is decided before the
-# builder (``window``); selection may add its own reasons for hits it dropped.
-SKIP_REASONS = ("blank", "unencodable", "item_limit", "total_item_limit", "over_budget", "window")
+# Why a hit was not admitted. The last two are decided by selection, before the builder:
+# ``window`` (beyond the candidate window) and ``below_relevance_floor`` (neither similar enough
+# to the query nor covering enough of its words: ``powercontext.search.relevance``).
+BELOW_RELEVANCE_FLOOR = "below_relevance_floor"
+SKIP_REASONS = (
+    "blank",
+    "unencodable",
+    "item_limit",
+    "total_item_limit",
+    "over_budget",
+    "window",
+    BELOW_RELEVANCE_FLOOR,
+)
 TRUNCATION_CAUSES = ("source_cap", "budget")
 
 

@@ -158,6 +158,18 @@ def embedder() -> Embedder | None:
         return _state["model"]
 
 
+def warm_up() -> bool:
+    """Load the model now and run it once (onnxruntime allocates on its first run), so that the
+    first prepare of a fresh process does not pay for it. Called when a worker process starts
+    (gunicorn ``post_worker_init`` in ``gunicorn.conf.py``, Celery ``worker_process_init``,
+    ``runserver`` at startup). False when the model is unavailable (nothing else happens)."""
+    model = embedder()
+    if model is None:
+        return False
+    model.embed("warm up")
+    return True
+
+
 @contextlib.contextmanager
 def unavailable() -> Iterator[None]:
     """Act as if the model could not load, for the duration (benchmarks compare with it off)."""

@@ -369,3 +369,17 @@ def _experience_order(
     scores = vectors.matrix @ query_vector
     order: list[int] = np.lexsort((vectors.head_pks, -scores)).tolist()
     return order, scores
+
+
+def memory_cosines(
+    scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], membership_ids: Sequence[int]
+) -> dict[int, float] | None:
+    """The raw cosine to the query of each given membership that is active in the scope's
+    current head and has a vector (others are absent), from the same cached matrix as
+    ``rank_memory``; None when the scope has no Memory head."""
+    vectors = _scope_vectors(scope_id, model_id)
+    if vectors is None:
+        return None
+    rows = np.flatnonzero(np.isin(vectors.membership_ids, np.asarray(membership_ids, dtype=np.int64)))
+    scores = vectors.matrix[rows] @ query_vector
+    return {int(vectors.membership_ids[i]): float(score) for i, score in zip(rows, scores, strict=True)}

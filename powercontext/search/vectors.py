@@ -45,7 +45,7 @@ ALL_MODES = (*FTS_MODES, *VECTOR_MODES)
 RRF_K = 5
 FTS_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.8
-FUSION_DEPTH = 32  # candidates taken from each ranking before fusion
+FUSION_DEPTH = 50  # candidates taken from each ranking before fusion (docs/retrieval.md)
 
 
 def available_modes() -> tuple[str, ...]:
@@ -136,6 +136,11 @@ def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit
     return [
         memory_hit(*found[pk], score=score, matched_by=("vector",)) for pk, score in ranked if pk in found
     ]
+
+
+def read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit]:
+    """Hits of active memberships of the scope's current head, by (membership id, score)."""
+    return _read_hits(scope_id, ranked)
 
 
 def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
@@ -253,6 +258,35 @@ def _hybrid_context(
     memory = (
         fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit) if consistent else lexical[:limit]
     )
+    return memory, experience
+
+
+def ranked_context(
+    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
+    """Prepare's candidates: Memory ranked by ``rerank.rank_memory`` over deep full-text and
+    vector rankings of one head (neighbour smoothing, speaker prior; rows annotated with their
+    similarity and lexical share), Experience by ``fuse_experience`` as in ``hybrid_search_context``."""
+    from powercontext.search import rerank
+
+    experience_depth = max(experience_limit, FUSION_DEPTH)
+    for _ in range(3):
+        lexical, experience = search_context(
+            scope_id, query, memory_limit=rerank.LEXICAL_DEPTH, experience_limit=experience_depth
+        )
+        semantic = vector_search_memory(scope_id, query, rerank.VECTOR_DEPTH)
+        consistent = len({row.revision for row in (*lexical, *semantic)}) <= 1
+        if consistent:
+            break
+    experience = fuse_experience(
+        [
+            (FTS_WEIGHT, experience),
+            (VECTOR_WEIGHT, vector_search_experience(scope_id, query, experience_depth)),
+        ],
+        experience_limit,
+    )
+    # The head kept moving: lexical alone is consistent.
+    memory = rerank.rank_memory(scope_id, query, lexical, semantic if consistent else [], memory_limit)
     return memory, experience
 
 

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from powercontext.prepare import audit as prepare_audit
 from powercontext.prepare import selection as context_selectors
-from powercontext.prepare.explain import Summary
+from powercontext.prepare.explain import SKIP_REASONS, Summary
 from powercontext.prepare.models import PREPARE_AGGREGATE_COUNTERS, PrepareAggregate
 from powercontext.prepare.selection import ContextCandidates
 from powercontext.prepare.stats import AggregateDelta, prepare_aggregates_add
@@ -29,6 +29,15 @@ SHORT = "deploy on tuesdays only"
 MISSES = "deploy with the old script, now retired"
 QUERY = "deploy zanzibar-query-marker"
 NOON = datetime(2026, 3, 2, 12, 15, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _no_relevance_floor(settings: Any) -> None:
+    """These tests count what the builder decided for fixed hits; the relevance floor (which
+    would keep these test entries out of unrelated queries) has its own tests."""
+    settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = 0.0
+    settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = 0.0
+    settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = 0.0
 
 
 @pytest.fixture
@@ -202,7 +211,7 @@ def test_latency_lands_in_its_histogram_bucket() -> None:
         memory_admitted=0,
         experience_admitted=0,
         duplicates=0,
-        skipped=(0,) * 6,
+        skipped=(0,) * len(SKIP_REASONS),
         truncated=(0, 0),
         content_bytes=0,
         max_bytes=8000,

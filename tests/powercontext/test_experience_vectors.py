@@ -189,19 +189,32 @@ def test_verify_counts_experience_vectors_and_repair_restores_them(embeddings: A
     assert ExperienceVector.objects.get(head_id=heads[2].pk).revision == 1
 
 
+def floor_off(settings: Any) -> None:
+    settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = 0.0
+    settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = 0.0
+    settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = 0.0
+
+
 @pytest.mark.django_db
-def test_prepare_ranks_an_experience_found_only_by_meaning_into_its_window(embeddings: Any) -> None:
+def test_prepare_ranks_an_experience_found_only_by_meaning_into_its_window(
+    embeddings: Any, settings: Any
+) -> None:
     seed_window()
     lexical = [hit.content.situation for hit in search.search_experience("ev", QUERY, 32)]
     assert lexical == [DASHBOARD["situation"]]  # full text finds only the word match
 
+    # The word-only match is below the relevance floor; the meaning match is not.
+    assert window("ev", QUERY) == [STATUE["situation"]]
+    floor_off(settings)
     assert window("ev", QUERY) == [DASHBOARD["situation"], STATUE["situation"]]
 
 
 @pytest.mark.django_db
-def test_without_the_model_prepare_ranks_experience_by_full_text_alone() -> None:
+def test_without_the_model_prepare_ranks_experience_by_full_text_alone(settings: Any) -> None:
     seed_window()
 
+    assert window("ev", QUERY) == []  # one shared word of four is below the floor
+    floor_off(settings)
     assert window("ev", QUERY) == [DASHBOARD["situation"]]
 
 

@@ -22,7 +22,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--locomo", required=True, help="path of a LoCoMo-format JSON file")
         parser.add_argument("--json", dest="json_path", help="also write the results to this file")
-        parser.add_argument("--run-id", help="scope id infix (default: random); must be new")
+        parser.add_argument(
+            "--run-id",
+            help="scope id infix (default: random); a run id used before reuses its scopes (same file)",
+        )
+        parser.add_argument(
+            "--negatives",
+            action="store_true",
+            help="also ask the negative prompt sets (powercontext/evaluation/data) and report empty rates",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["locomo"])
@@ -32,7 +40,10 @@ class Command(BaseCommand):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CommandError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
         report = retrieval_eval.evaluate(
-            conversations, run_id=options["run_id"], progress=lambda line: self.stderr.write(line)
+            conversations,
+            run_id=options["run_id"],
+            progress=lambda line: self.stderr.write(line),
+            negatives=options["negatives"],
         )
         summary = report.as_dict()
         self.stdout.write(retrieval_eval.render_table(summary))

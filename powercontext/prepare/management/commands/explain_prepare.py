@@ -68,7 +68,7 @@ class Command(BaseCommand):
             f"status {prepared.status}  content_bytes {prepared.content_bytes} / max_bytes "
             f"{report.explanation.max_bytes}  admitted {len(report.explanation.admitted)}"
         )
-        columns = ("source", "#", "try", "citation", "score", "by", "chars", "decision")
+        columns = ("source", "#", "try", "citation", "score", "by", "sim", "lex", "chars", "decision")
         rows = [
             (
                 row.source,
@@ -77,6 +77,8 @@ class Command(BaseCommand):
                 row.citation,
                 row.score,
                 row.matched_by,
+                row.similarity,
+                row.lexical_share,
                 row.chars,
                 row.outcome + (f"  {preview(row.preview)}" if row.preview is not None else ""),
             )
