@@ -53,6 +53,7 @@ class SessionNote(models.Model):
             models.UniqueConstraint(fields=["session", "path"], name="recovery_note_path_unique"),
             models.CheckConstraint(condition=Q(current_version__gte=1), name="recovery_note_version_valid"),
         ]
+        indexes = [models.Index(fields=["session", "-updated_at", "path"], name="recovery_note_recent")]
 
     def __str__(self) -> str:
         return f"session note #{self.pk} v{self.current_version}"

@@ -15,6 +15,9 @@ from powercontext.recovery.models import RecoverySession, SessionNote, SessionNo
 from powercontext.recovery.text import HintHistory, HintNote, LineMatch, find_lines, render_hint
 
 HINT_WINDOWS = 10
+# The shortest note line ("- a (0 bytes, v1, 2026-01-01T00:00:00Z)" and its line break) is 40
+# bytes, so no more notes than this can ever fit in the hint; only these are read.
+HINT_NOTES_FETCHED = limits.HINT_MAX_BYTES // 40
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ def recovery_hint(*, scope_id: str, session_id: str) -> Hint:
             HintNote(path=path, size_bytes=size, version=version, updated_at=_iso(updated))
             for path, size, version, updated in SessionNote.objects.filter(session=session)
             .order_by("-updated_at", "path")
-            .values_list("path", "size_bytes", "current_version", "updated_at")
+            .values_list("path", "size_bytes", "current_version", "updated_at")[:HINT_NOTES_FETCHED]
         ]
     extent = history.history_extent(scope_id=scope_id, session_id=session_id, max_windows=HINT_WINDOWS)
     text, truncated = render_hint(

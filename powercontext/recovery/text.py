@@ -99,8 +99,9 @@ def render_hint(
     """The recovery hint: a directory of the session's notes and history, metadata only.
 
     Deterministic for the same input; its UTF-8 size never exceeds ``max_bytes``. Notes are listed
-    in the given order until the next line would not fit; then one line says how many were left
-    out. Returns ``(text, truncated)``."""
+    in the given order until the next line would not fit; then one line says how many of the
+    ``note_count`` were left out (``notes`` may be a prefix of the session's notes, as long as it
+    holds every note that could fit). Returns ``(text, truncated)``."""
     head = [
         "PowerContext session recovery hint (metadata only: read notes and history with the session tools).",
         f"Notes: {note_count} ({total_bytes} bytes).",
@@ -119,16 +120,21 @@ def render_hint(
     lines = list(head)
     used = utf8_size("\n".join(lines))
     truncated = False
+    total = max(note_count, len(notes))
     for index, note in enumerate(notes):
         line = f"- {note.path} ({note.size_bytes} bytes, v{note.version}, {note.updated_at})"
-        remaining = len(notes) - index - 1
+        remaining = total - index - 1
         reserve = utf8_size("\n" + tail_template.format(remaining)) if remaining else 0
         if used + utf8_size("\n" + line) + reserve > max_bytes:
-            lines.append(tail_template.format(len(notes) - index))
+            lines.append(tail_template.format(total - index))
             truncated = True
             break
         lines.append(line)
         used += utf8_size("\n" + line)
+    else:
+        if total > len(notes):  # the prefix ran out before the cap: say what was not fetched
+            lines.append(tail_template.format(total - len(notes)))
+            truncated = True
     text = "\n".join(lines)
     if utf8_size(text) > max_bytes:  # only a tiny max_bytes gets here: cut, never exceed
         text, truncated = clip_utf8(text, max_bytes), True

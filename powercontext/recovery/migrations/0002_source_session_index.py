@@ -1,6 +1,7 @@
-"""An index on the captured sources by (scope, ``metadata.session_id``, position), so a session's
-history is found without scanning its scope. Built on exactly the expression
-``powercontext.recovery.history.metadata_key("session_id")`` queries with, per vendor."""
+"""Indexes on the captured sources by (scope, source type, ``metadata.session_id``, position), so a session's
+history is found and paged without scanning its scope, and by (scope, session,
+``metadata.window_id``, position), so the hint's "windows seen" is read from the index. Built on
+exactly the expressions ``powercontext.recovery.history.metadata_key`` queries with, per vendor."""
 
 from __future__ import annotations
 
@@ -8,27 +9,25 @@ from typing import Any
 
 from django.db import migrations
 
-INDEX = "recovery_source_session"
-CREATE = {
-    "sqlite": (
-        f"CREATE INDEX IF NOT EXISTS {INDEX} ON powercontext_source "
-        "(scope_id, json_extract(metadata, '$.session_id'), position)"
-    ),
-    "postgresql": (
-        f"CREATE INDEX IF NOT EXISTS {INDEX} ON powercontext_source "
-        "(scope_id, (metadata ->> 'session_id'), position)"
-    ),
+KEY = {"sqlite": "json_extract(metadata, '$.{}')", "postgresql": "(metadata ->> '{}')"}
+INDEXES = {
+    "recovery_source_session": ("session_id",),
+    "recovery_source_session_window": ("session_id", "window_id"),
 }
 
 
 def create(apps: Any, schema_editor: Any) -> None:
-    sql = CREATE.get(schema_editor.connection.vendor)
-    if sql is not None:
-        schema_editor.execute(sql)
+    key = KEY.get(schema_editor.connection.vendor)
+    if key is None:
+        return
+    for name, keys in INDEXES.items():
+        columns = ", ".join(["scope_id", "source_type", *(key.format(k) for k in keys), "position"])
+        schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON powercontext_source ({columns})")
 
 
 def drop(apps: Any, schema_editor: Any) -> None:
-    schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+    for name in INDEXES:
+        schema_editor.execute(f"DROP INDEX IF EXISTS {name}")
 
 
 class Migration(migrations.Migration):
