@@ -69,17 +69,16 @@ class Command(BaseCommand):
             assert response.status_code == 200, response.content
 
         note_count = options["notes"]
-        create = [
-            _time(
-                lambda i=i: services.note_write(
-                    scope_id=scope,
-                    session_id=SESSION,
-                    path=f"notes/{i:04d}.md",
-                    content=f"note {i}\n" + "x" * 200,
-                )
+
+        def create_note(i: int) -> Callable[[], Any]:
+            return lambda: services.note_write(
+                scope_id=scope,
+                session_id=SESSION,
+                path=f"notes/{i:04d}.md",
+                content=f"note {i}\n" + "x" * 200,
             )
-            for i in range(note_count)
-        ]
+
+        create = [_time(create_note(i)) for i in range(note_count)]
         appends = [
             _time(
                 lambda: services.note_write(

@@ -33,7 +33,8 @@ class Command(BaseCommand):
         if options["expired"]:
             if options["scope"] or options["session"]:
                 raise CommandError("--expired takes no --scope or --session")
-            before = timezone.now() - timedelta(days=settings.POWERCONTEXT_PIPELINE["retention_days"])
+            pipeline: dict[str, Any] = settings.POWERCONTEXT_PIPELINE
+            before = timezone.now() - timedelta(days=pipeline["retention_days"])
             scopes = sorted(
                 set(RecoverySession.objects.filter(updated_at__lt=before).values_list("scope_id", flat=True))
             )
