@@ -5,6 +5,8 @@ scoped tokens and other sessions never see it."""
 from __future__ import annotations
 
 import io
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -181,3 +183,50 @@ def ok_read_is_unchanged(gunicorn_url: str, token: str) -> bool:
 
     note = run_mcp(gunicorn_url, body, token=token)
     return note["content"] == "secret plan" and note["version"] == 1
+
+
+def test_two_mcp_clients_appending_to_one_note_at_once_lose_nothing(gunicorn_url: str) -> None:
+    """Two agents (two MCP sessions, two gunicorn workers) append to one note concurrently."""
+    barrier = threading.Barrier(2)
+    per_client = 15
+
+    def client(name: str) -> Callable[[], list[int]]:
+        async def body(session: ClientSession) -> list[int]:
+            barrier.wait(timeout=30)
+            versions = []
+            for i in range(per_client):
+                result = ok(
+                    await session.call_tool(
+                        "write_session_note",
+                        {**IDS, "path": "log.md", "content": f"{name} {i}\n", "mode": "append"},
+                    )
+                )
+                versions.append(result["note"]["version"])
+            return versions
+
+        return lambda: run_mcp(gunicorn_url, body)
+
+    results: dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        try:
+            results[name] = client(name)()
+        except BaseException as exc:  # asserted below
+            results[name] = exc
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    assert all(isinstance(v, list) for v in results.values()), results
+    assert sorted(results["alpha"] + results["beta"]) == list(range(1, 2 * per_client + 1))
+
+    async def read(session: ClientSession) -> dict[str, Any]:
+        return ok(await session.call_tool("read_session_note", {**IDS, "path": "log.md"}))
+
+    lines = run_mcp(gunicorn_url, read)["content"].splitlines()
+    for name in ("alpha", "beta"):
+        assert [line for line in lines if line.startswith(name)] == [f"{name} {i}" for i in range(per_client)]
+    assert len(lines) == 2 * per_client
