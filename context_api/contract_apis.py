@@ -18,7 +18,10 @@ CONTRACT_DIR = Path(__file__).resolve().parent / "contract"
 CONTRACT_PATH = CONTRACT_DIR / "powercontext.openapi.yaml"
 # Addenda: operations the server implements beyond the main document, each a complete OpenAPI
 # document of its own (its paths plus the components they reference).
-ADDENDUM_PATHS = (CONTRACT_DIR / "powercontext-pipeline.openapi.yaml",)
+ADDENDUM_PATHS = (
+    CONTRACT_DIR / "powercontext-pipeline.openapi.yaml",
+    CONTRACT_DIR / "powercontext-recovery.openapi.yaml",
+)
 
 
 def _load(path: Path) -> dict[str, Any]:

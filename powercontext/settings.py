@@ -148,6 +148,7 @@ INSTALLED_APPS = [
     "powercontext.core",
     "powercontext.search",
     "powercontext.memory",
+    "powercontext.recovery",
     "powercontext.prepare",
     "review",
     "powercontext.pipeline",

@@ -35,7 +35,8 @@ INTRO = """\
 
 Every operation the server implements, as served at `GET /v1/openapi.json` (the repository's
 `context_api/contract/powercontext.openapi.yaml` with the pipeline addendum
-`context_api/contract/powercontext-pipeline.openapi.yaml` merged in). `GET /v1/docs` renders the
+`context_api/contract/powercontext-pipeline.openapi.yaml` and the session recovery addendum
+`context_api/contract/powercontext-recovery.openapi.yaml` merged in). `GET /v1/docs` renders the
 same document in the browser. The examples were recorded from a real session; ids are shortened
 placeholders. A test fails when an operation has no example, when an example does not validate
 against its schemas, or when this page is older than the contract.
@@ -58,7 +59,11 @@ against its schemas, or when this page is older than the contract.
   method is `405 method_not_allowed` with an `Allow` header; `OPTIONS` answers `200` with it.
 - **Conflicts** are `409` with a code naming what moved: `revision_conflict` (a Memory citation
   that is not the current head), `source_conflict` (same source id, other content),
-  `candidate_conflict` (a stale `expected_version`), `candidate_terminal` (already decided).
+  `candidate_conflict` (a stale `expected_version`), `candidate_terminal` (already decided),
+  `note_conflict` (a session note not at the `expected_version` given).
+- **Session recovery limits** are `422` with their own codes and nothing written: `note_too_large`
+  (a note over 65,536 UTF-8 bytes), `session_notes_too_large` (a session's notes over 1,048,576
+  bytes), `too_many_notes` (over 1,024 notes in a session).
 """
 
 

@@ -58,6 +58,14 @@ OPERATIONS: dict[str, Operation] = {
     "approve_artifact_candidate": Operation("POST", "/v1/artifact-candidates/approve", 200),
     "reject_artifact_candidate": Operation("POST", "/v1/artifact-candidates/reject", 200),
     "revise_artifact_candidate": Operation("POST", "/v1/artifact-candidates/revise", 200),
+    "write_session_note": Operation("POST", "/v1/sessions/notes/write", 200),
+    "read_session_note": Operation("POST", "/v1/sessions/notes/read", 200),
+    "list_session_notes": Operation("POST", "/v1/sessions/notes/list", 200),
+    "search_session_notes": Operation("POST", "/v1/sessions/notes/search", 200),
+    "list_session_history": Operation("POST", "/v1/sessions/history/list", 200),
+    "search_session_history": Operation("POST", "/v1/sessions/history/search", 200),
+    "read_session_history": Operation("POST", "/v1/sessions/history/read", 200),
+    "get_recovery_hint": Operation("POST", "/v1/sessions/hint", 200),
 }
 
 

@@ -1,4 +1,5 @@
-"""JSON Schemas for the MCP tools, taken from the HTTP contract (OpenAPI 3.0) in the repo.
+"""JSON Schemas for the MCP tools, taken from the HTTP contract (OpenAPI 3.0) in the repo: the
+served document, i.e. the main contract with its addenda merged in (``context_api.contract_apis``).
 
 A tool's ``inputSchema`` is its operation's request body schema and its ``outputSchema`` the 2xx
 response schema, with every ``$ref`` resolved inline so each schema is self-contained. OpenAPI
@@ -12,12 +13,9 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-CONTRACT = Path(__file__).resolve().parent.parent / "contract" / "powercontext.openapi.yaml"
+from context_api.contract_apis import served_document
 
 # OpenAPI-only keywords with no JSON Schema meaning.
 _DROPPED = {"nullable", "example", "discriminator", "xml", "externalDocs"}
@@ -25,9 +23,7 @@ _DROPPED = {"nullable", "example", "discriminator", "xml", "externalDocs"}
 
 @cache
 def contract() -> dict[str, Any]:
-    with CONTRACT.open(encoding="utf-8") as handle:
-        loaded: dict[str, Any] = yaml.safe_load(handle)
-    return loaded
+    return served_document()
 
 
 def _lookup(document: dict[str, Any], ref: str) -> Any:

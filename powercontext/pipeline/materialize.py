@@ -6,7 +6,9 @@ current outputs (not polluted, within retention, newest first, capped), compares
 previous selection (its rows are the "was selected" set, so "now missing" is a deletion signal),
 writes ONE Memory revision through ``memory_apply_changes`` (remember new, retire forgotten),
 proposes new Experiences as pending candidates, rejects pending pipeline candidates that were
-forgotten, and records the new selection. Nothing changed: nothing is written.
+forgotten, and records the new selection. Nothing changed: nothing is written. In the same
+transaction it removes the session recovery notes of polluted sessions and of sessions whose notes
+were last written before the retention (``powercontext.recovery.services``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from powercontext.pipeline.config import PipelineConfig
 from powercontext.pipeline.extract import counter_add
 from powercontext.pipeline.models import PipelineCounter, PipelineOutput, PipelineScopeJob, PipelineSelection
 from powercontext.pipeline.selectors import polluted_session_ids
+from powercontext.recovery.services import notes_forget_within, notes_prune_within
 from review.models import Candidate
 from review.selectors.similar import is_near_duplicate
 from review.services import Submission, candidate_propose_within, candidate_reject_within
@@ -201,6 +204,8 @@ def phase2_materialize(*, claim: ScopeClaim, now: datetime, config: PipelineConf
     forgotten_outputs, _ = PipelineOutput.objects.filter(
         scope_id=scope_id, session_id__in=sorted(polluted)
     ).delete()
+    forgotten_notes = notes_forget_within(scope_id=scope_id, session_ids=sorted(polluted))
+    forgotten_notes += notes_prune_within(scope_id=scope_id, before=now - config.retention)
     desired = _desired(scope_id, now, config, polluted)
     digest = _digest(desired)
     result = Materialized()
@@ -218,7 +223,7 @@ def phase2_materialize(*, claim: ScopeClaim, now: datetime, config: PipelineConf
         last_success_at=now,
     )
     logger.info(
-        "pipeline phase2 done job=%s remembered=%s retired=%s proposed=%s duplicates=%s rejected=%s polluted_outputs=%s",
+        "pipeline phase2 done job=%s remembered=%s retired=%s proposed=%s duplicates=%s rejected=%s polluted_outputs=%s forgotten_note_sessions=%s",
         job.pk,
         result.remembered,
         result.retired,
@@ -226,6 +231,7 @@ def phase2_materialize(*, claim: ScopeClaim, now: datetime, config: PipelineConf
         result.duplicates,
         result.rejected,
         forgotten_outputs,
+        forgotten_notes,
     )
     return result
 

@@ -15,6 +15,7 @@ from powercontext.core.models import (
     ScopeState,
     Source,
 )
+from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
 
 REQUEST_ID = re.compile(r"[0-9a-f]{16}")
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
@@ -29,6 +30,9 @@ WRITTEN_MODELS = (
     MemoryEntryVersion,
     MemoryMembership,
     MemorySearchDocument,
+    RecoverySession,
+    SessionNote,
+    SessionNoteVersion,
 )
 
 ENTRY_KEYS = {"citation", "version", "kind", "text", "state", "source_refs", "artifact_refs"}

@@ -305,10 +305,64 @@ CASES: list[tuple[str, dict[str, Any], str, str, Any, int]] = [
     ),
 ]
 
+SESSION = {"scope_id": "s", "session_id": "sess"}
+CASES += [
+    (
+        "write_session_note",
+        {**SESSION, "path": "plan.md", "content": "c", "mode": "append"},
+        "POST",
+        "/v1/sessions/notes/write",
+        {**SESSION, "path": "plan.md", "content": "c", "mode": "append"},
+        200,
+    ),
+    (
+        "read_session_note",
+        {**SESSION, "path": "plan.md", "version": 2},
+        "POST",
+        "/v1/sessions/notes/read",
+        {**SESSION, "path": "plan.md", "version": 2},
+        200,
+    ),
+    ("list_session_notes", dict(SESSION), "POST", "/v1/sessions/notes/list", dict(SESSION), 200),
+    (
+        "search_session_notes",
+        {**SESSION, "query": "todo", "ignore_case": True},
+        "POST",
+        "/v1/sessions/notes/search",
+        {**SESSION, "query": "todo", "ignore_case": True},
+        200,
+    ),
+    (
+        "list_session_history",
+        {**SESSION, "after_position": 4},
+        "POST",
+        "/v1/sessions/history/list",
+        {**SESSION, "after_position": 4},
+        200,
+    ),
+    (
+        "search_session_history",
+        {**SESSION, "query": "error", "limit": 5},
+        "POST",
+        "/v1/sessions/history/search",
+        {**SESSION, "query": "error", "limit": 5},
+        200,
+    ),
+    (
+        "read_session_history",
+        {**SESSION, "from_position": 3, "max_bytes": 4096},
+        "POST",
+        "/v1/sessions/history/read",
+        {**SESSION, "from_position": 3, "max_bytes": 4096},
+        200,
+    ),
+    ("get_recovery_hint", dict(SESSION), "POST", "/v1/sessions/hint", dict(SESSION), 200),
+]
+
 
 def test_every_contract_operation_is_covered():
     assert {case[0] for case in CASES} == set(OPERATIONS)
-    assert len(OPERATIONS) == 23
+    assert len(OPERATIONS) == 31
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
 The served document is compared operation by operation with the shared contract and its pipeline
 addendum (CI has ``../shared`` beside the clone), so a drift between them fails the build; and
-every contract operation, ``flush_memory`` included, must be routed with its method.
+every contract operation, ``flush_memory`` included, must be routed with its method. The session
+recovery operations exist only in this repository (``context_api/contract/
+powercontext-recovery.openapi.yaml``): they are compared with that file.
 """
 
 from __future__ import annotations
@@ -31,18 +33,24 @@ SHARED_CONTRACT = next(
     _CANDIDATES[0] / "shared" / "contracts" / CONTRACT_NAME,
 )
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+# This repository's own addendum (no shared counterpart): session recovery state, seed 004 R-004.
+RECOVERY_ADDENDUM = (
+    Path(settings.BASE_DIR) / "context_api" / "contract" / "powercontext-recovery.openapi.yaml"
+)
 
 
 def _shared() -> dict[str, Any]:
-    """The shared contract with the shared pipeline addendum's paths and components added."""
+    """The shared contract with the shared pipeline addendum's paths and components added, and
+    the repository's recovery addendum."""
     with SHARED_CONTRACT.open(encoding="utf-8") as handle:
         document = yaml.safe_load(handle)
-    with SHARED_CONTRACT.with_name(ADDENDUM_NAME).open(encoding="utf-8") as handle:
-        addendum = yaml.safe_load(handle)
-    document["paths"].update(addendum["paths"])
-    for section, entries in addendum["components"].items():
-        for name, value in entries.items():
-            document["components"].setdefault(section, {}).setdefault(name, value)
+    for path in (SHARED_CONTRACT.with_name(ADDENDUM_NAME), RECOVERY_ADDENDUM):
+        with path.open(encoding="utf-8") as handle:
+            addendum = yaml.safe_load(handle)
+        document["paths"].update(addendum["paths"])
+        for section, entries in addendum["components"].items():
+            for name, value in entries.items():
+                document["components"].setdefault(section, {}).setdefault(name, value)
     return document
 
 
@@ -134,6 +142,26 @@ def test_the_served_document_includes_the_pipeline_addendum(served: dict[str, An
         "high_watermark",
         "processed_source_count",
     ]
+
+
+def test_the_served_document_includes_the_recovery_addendum(served: dict[str, Any]) -> None:
+    recovery = {
+        op["operationId"]
+        for (path, _method), op in _operations(served).items()
+        if path.startswith("/v1/sessions/")
+    }
+    assert recovery == {
+        "write_session_note",
+        "read_session_note",
+        "list_session_notes",
+        "search_session_notes",
+        "list_session_history",
+        "search_session_history",
+        "read_session_history",
+        "get_recovery_hint",
+    }
+    hint = served["components"]["schemas"]["RecoveryHintResponse"]["properties"]["hint_bytes"]
+    assert hint["maximum"] == 4000
 
 
 def test_the_client_table_agrees_with_the_contract(served: dict[str, Any]) -> None:

@@ -65,6 +65,14 @@ def _body(op: str, scope_id: str) -> dict[str, Any]:
         "revise_artifact_candidate": {**candidate, "proposal": experience_proposal(), **evidence},
         "get_stats": {},
         "flush_memory": {},
+        "write_session_note": {"session_id": "s", "path": "plan.md", "content": "c"},
+        "read_session_note": {"session_id": "s", "path": "plan.md"},
+        "list_session_notes": {"session_id": "s"},
+        "search_session_notes": {"session_id": "s", "query": "q"},
+        "list_session_history": {"session_id": "s"},
+        "search_session_history": {"session_id": "s", "query": "q"},
+        "read_session_history": {"session_id": "s", "from_position": 1},
+        "get_recovery_hint": {"session_id": "s"},
     }
     return {"scope_id": scope_id, **bodies[op]}
 
@@ -74,7 +82,7 @@ SCOPED_OPERATIONS = sorted(op for op in OPERATIONS if "scope_id" in OPERATIONS[o
 
 
 def test_every_scoped_operation_is_covered() -> None:
-    assert len(SCOPED_OPERATIONS) == 20
+    assert len(SCOPED_OPERATIONS) == 28
 
 
 def _send(api: Any, op: str, scope_id: str) -> Any:

@@ -39,6 +39,14 @@ TOOLS = {
     "get_artifact_candidate",
     "get_experience",
     "get_skill",
+    "write_session_note",
+    "read_session_note",
+    "list_session_notes",
+    "search_session_notes",
+    "list_session_history",
+    "search_session_history",
+    "read_session_history",
+    "get_recovery_hint",
 }
 NEVER_TOOLS = {
     "prepare_context",
@@ -83,7 +91,7 @@ def test_it_initializes_and_lists_exactly_the_contract_tools(gunicorn_url: str) 
     assert initialized.server_info.name == "powercontext"
     assert initialized.capabilities.tools is not None
     by_name = {tool.name: tool for tool in listed.tools}
-    assert set(by_name) == TOOLS and len(listed.tools) == 14
+    assert set(by_name) == TOOLS and len(listed.tools) == 22
     assert not NEVER_TOOLS & set(by_name)
     for tool in listed.tools:
         assert tool.input_schema["type"] == "object"

@@ -1,0 +1,38 @@
+"""Django admin of session recovery state, view-only: sessions, note heads and note versions.
+The session's history is its captured sources (the Source admin)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from powercontext.core.admin import ReadOnlyAdmin
+from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
+
+
+@admin.register(RecoverySession)
+class RecoverySessionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "scope_id", "session_id", "note_count", "total_bytes", "updated_at")
+    list_select_related = ()
+    search_fields = ("scope_id__exact", "session_id__exact")
+    search_help_text = "Exact scope id or session id."
+    fields = ("scope_id", "session_id", "note_count", "total_bytes", "created_at", "updated_at")
+
+
+@admin.register(SessionNote)
+class SessionNoteAdmin(ReadOnlyAdmin):
+    list_display = ("id", "session", "path", "current_version", "size_bytes", "updated_at")
+    list_select_related = ("session",)
+    raw_id_fields = ("session",)
+    search_fields = ("session__scope_id__exact", "session__session_id__exact", "path__exact")
+    search_help_text = "Exact scope id, session id or note path."
+    fields = ("session", "path", "current_version", "size_bytes", "created_at", "updated_at")
+
+
+@admin.register(SessionNoteVersion)
+class SessionNoteVersionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "note", "version", "mode", "size_bytes", "created_at")
+    list_select_related = ("note",)
+    raw_id_fields = ("note",)
+    search_fields = ("note__session__session_id__exact", "note__path__exact")
+    search_help_text = "Exact session id or note path."
+    fields = ("note", "version", "mode", "size_bytes", "created_at", "content")

@@ -1,0 +1,83 @@
+"""Tables of session recovery state: one row per session, a head row per note, immutable versions.
+
+A session is ``(scope_id, session_id)``. ``RecoverySession`` carries the session's totals (note
+count, bytes of the notes' current versions); every note write locks it, so the per-session caps
+hold under concurrent writers. ``SessionNote`` is a note's head: its current version and size.
+``SessionNoteVersion`` rows are inserted once and never updated (the admin shows them view-only);
+each holds the note's full content as of that version.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+SCOPE_MAX_LENGTH = 256
+SESSION_MAX_LENGTH = 256
+PATH_MAX_LENGTH = 256
+
+
+class RecoverySession(models.Model):
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
+    note_count = models.PositiveIntegerField(default=0)
+    total_bytes = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "recovery session"
+        constraints = [
+            models.UniqueConstraint(fields=["scope_id", "session_id"], name="recovery_session_unique"),
+            models.CheckConstraint(condition=Q(total_bytes__gte=0), name="recovery_session_bytes_valid"),
+        ]
+        indexes = [models.Index(fields=["updated_at"], name="recovery_session_updated")]
+
+    def __str__(self) -> str:
+        return f"recovery session #{self.pk}"
+
+
+class SessionNote(models.Model):
+    """A note's head: the current version and its size. Moves only inside a locked write."""
+
+    session = models.ForeignKey(RecoverySession, on_delete=models.CASCADE, related_name="notes")
+    path = models.CharField(max_length=PATH_MAX_LENGTH)
+    current_version = models.PositiveIntegerField()
+    size_bytes = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "session note"
+        constraints = [
+            models.UniqueConstraint(fields=["session", "path"], name="recovery_note_path_unique"),
+            models.CheckConstraint(condition=Q(current_version__gte=1), name="recovery_note_version_valid"),
+        ]
+        indexes = [models.Index(fields=["session", "-updated_at", "path"], name="recovery_note_recent")]
+
+    def __str__(self) -> str:
+        return f"session note #{self.pk} v{self.current_version}"
+
+
+class SessionNoteVersion(models.Model):
+    """One immutable version of a note: its full content after a replace or an append."""
+
+    class Mode(models.TextChoices):
+        REPLACE = "replace"
+        APPEND = "append"
+
+    note = models.ForeignKey(SessionNote, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    mode = models.CharField(max_length=16, choices=Mode.choices)
+    content = models.TextField(blank=True)
+    size_bytes = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "session note version"
+        constraints = [
+            models.UniqueConstraint(fields=["note", "version"], name="recovery_note_version_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"note version #{self.pk} (v{self.version})"

@@ -1,0 +1,159 @@
+"""Session recovery writes: note replace/append, and forgetting. Each public write is one
+transaction.
+
+Every note write locks the session's ``RecoverySession`` row (PostgreSQL: ``SELECT ... FOR
+UPDATE``; SQLite: the IMMEDIATE transaction already holds the database write lock), then reads the
+note head, checks every limit, inserts the next immutable version and moves the head and the
+session totals. Two concurrent appends to one note therefore run one after the other and both
+land; a refusal raises inside the transaction, so nothing of it is written (not even the session
+row a first write would have created).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from powercontext.core.transactions import require_transaction
+from powercontext.recovery import limits
+from powercontext.recovery.exceptions import (
+    NoteConflict,
+    NoteTooLarge,
+    SessionNotesTooLarge,
+    TooManyNotes,
+)
+from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
+
+REPLACE = SessionNoteVersion.Mode.REPLACE
+APPEND = SessionNoteVersion.Mode.APPEND
+
+
+@dataclass(frozen=True)
+class NoteWritten:
+    path: str
+    version: int
+    size_bytes: int
+    updated_at: datetime
+    note_count: int
+    total_bytes: int
+
+
+def _locked_session(scope_id: str, session_id: str) -> RecoverySession:
+    """The session row, created if missing, locked until the transaction ends."""
+    RecoverySession.objects.bulk_create(
+        [RecoverySession(scope_id=scope_id, session_id=session_id)], ignore_conflicts=True
+    )
+    return RecoverySession.objects.select_for_update().get(scope_id=scope_id, session_id=session_id)
+
+
+def note_write(
+    *,
+    scope_id: str,
+    session_id: str,
+    path: str,
+    content: str,
+    mode: str = REPLACE,
+    expected_version: int | None = None,
+) -> NoteWritten:
+    """Write the next version of a note: ``replace`` sets its content, ``append`` adds to it.
+
+    ``expected_version`` (optional): the version the caller last saw, 0 for "the note must not
+    exist yet"; any other current version is ``NoteConflict``. Limits: ``NoteTooLarge``,
+    ``SessionNotesTooLarge``, ``TooManyNotes``; each leaves nothing behind."""
+    if mode not in (REPLACE, APPEND):
+        raise ValueError("mode must be replace or append")
+    with transaction.atomic(durable=True):
+        session = _locked_session(scope_id, session_id)
+        note = SessionNote.objects.filter(session=session, path=path).first()
+        current = note.current_version if note is not None else 0
+        if expected_version is not None and expected_version != current:
+            raise NoteConflict(details={"current_version": current})
+        if note is not None and mode == APPEND:
+            previous = (
+                SessionNoteVersion.objects.filter(note=note, version=note.current_version)
+                .values_list("content", flat=True)
+                .get()
+            )
+            new_content = previous + content
+        else:
+            new_content = content
+        size = len(new_content.encode("utf-8"))
+        if size > limits.NOTE_MAX_BYTES:
+            raise NoteTooLarge(details={"limit_bytes": limits.NOTE_MAX_BYTES, "size_bytes": size})
+        old_size = note.size_bytes if note is not None else 0
+        total = session.total_bytes - old_size + size
+        if total > limits.SESSION_MAX_BYTES:
+            raise SessionNotesTooLarge(
+                details={"limit_bytes": limits.SESSION_MAX_BYTES, "total_bytes": total}
+            )
+        count = session.note_count + (1 if note is None else 0)
+        if count > limits.NOTES_MAX:
+            raise TooManyNotes(details={"limit": limits.NOTES_MAX})
+        now = timezone.now()
+        if note is None:
+            note = SessionNote.objects.create(
+                session=session, path=path, current_version=1, size_bytes=size, updated_at=now
+            )
+        else:
+            note.current_version += 1
+            note.size_bytes = size
+            note.updated_at = now
+            note.save(update_fields=["current_version", "size_bytes", "updated_at"])
+        SessionNoteVersion.objects.create(
+            note=note,
+            version=note.current_version,
+            mode=mode,
+            content=new_content,
+            size_bytes=size,
+            created_at=now,
+        )
+        RecoverySession.objects.filter(pk=session.pk).update(
+            note_count=count, total_bytes=total, updated_at=now
+        )
+    return NoteWritten(
+        path=path,
+        version=note.current_version,
+        size_bytes=size,
+        updated_at=now,
+        note_count=count,
+        total_bytes=total,
+    )
+
+
+# --- forgetting (called by the pipeline inside its own transaction, and by the command) --------
+
+
+def notes_forget_within(*, scope_id: str, session_ids: list[str] | None = None) -> int:
+    """Delete the notes of ``session_ids`` of the scope (all of its sessions when None), inside
+    the caller's transaction. Returns the number of sessions removed."""
+    require_transaction("notes_forget_within")
+    sessions = RecoverySession.objects.filter(scope_id=scope_id)
+    if session_ids is not None:
+        sessions = sessions.filter(session_id__in=sorted(session_ids))
+    return _delete(list(sessions.values_list("pk", flat=True)))
+
+
+def notes_prune_within(*, scope_id: str, before: datetime) -> int:
+    """Delete the scope's sessions whose notes were last written before ``before`` (the
+    pipeline's retention), inside the caller's transaction. Returns the sessions removed."""
+    require_transaction("notes_prune_within")
+    sessions = RecoverySession.objects.filter(scope_id=scope_id, updated_at__lt=before)
+    return _delete(list(sessions.values_list("pk", flat=True)))
+
+
+def notes_forget(*, scope_id: str, session_ids: list[str] | None = None) -> int:
+    """Forget a scope's (or some of its sessions') notes: one transaction."""
+    with transaction.atomic(durable=True):
+        return notes_forget_within(scope_id=scope_id, session_ids=session_ids)
+
+
+def _delete(pks: list[int]) -> int:
+    if not pks:
+        return 0
+    SessionNoteVersion.objects.filter(note__session_id__in=pks).delete()
+    SessionNote.objects.filter(session_id__in=pks).delete()
+    RecoverySession.objects.filter(pk__in=pks).delete()
+    return len(pks)
