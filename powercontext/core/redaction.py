@@ -312,7 +312,7 @@ OPENAI_KEY = PatternDetector(
 
 BEARER_TOKEN = PatternDetector(
     "bearer_token",
-    re.compile(r"(?i)\b(?:bearer|token)\s+(?P<secret>[A-Za-z0-9._~+/=-]{16,})"),
+    re.compile(r"(?i)\b(?:bearer|token|basic)\s+(?P<secret>[A-Za-z0-9._~+/=-]{16,})"),
     accept=lambda value: any(char.isdigit() for char in value),
 )
 
@@ -327,6 +327,8 @@ def _plausible_secret_value(value: str, quoted: bool) -> bool:
         return True
     if value.isdigit() or re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value):
         return False  # a number (a timeout, a size) or a dotted name (a class, a setting)
+    if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)+", value):
+        return False  # lower-case words joined by - or _: the name of a secret, not one
     return len(value) >= 12 or any(not char.isalpha() for char in value)
 
 
@@ -354,6 +356,7 @@ class KeywordAssignmentDetector:
     keywords: tuple[str, ...]
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     names: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    value: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", re.compile("|".join(self.keywords), re.IGNORECASE))
@@ -361,9 +364,15 @@ class KeywordAssignmentDetector:
             self,
             "pattern",
             re.compile(
-                r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"'\]]{0,2}"
-                r"[ \t]*(?::=|=>|==?|:)[ \t]*(?:\[REDACTED:[a-z0-9_]+\])*"
-                r"(?:(?P<quote>[\"'`])(?P<quoted>[^\"'`\n]+)(?P=quote)|(?P<bare>[^\s\"'`,;]+))"
+                r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"'\]]{0,2}[ \t]*(?::=|=>|==?|:)"
+            ),
+        )
+        object.__setattr__(
+            self,
+            "value",
+            re.compile(
+                r"[ \t]*(?:\[REDACTED:[a-z0-9_]+\])*"
+                r"(?:(?P<quote>[\"'`])(?P<quoted>[^\"'`\n]{1,256})(?P=quote)|(?P<bare>[^\s\"'`,;]{1,256}))"
             ),
         )
 
@@ -375,10 +384,13 @@ class KeywordAssignmentDetector:
     def find(self, text: str) -> Iterator[Hit]:
         for match in self.pattern.finditer(text):
             if not self.secret_name(match.group("name")):
+                continue  # the search goes on after the operator: ``--from-literal=password=…``
+            value = self.value.match(text, match.end())
+            if value is None:
                 continue
-            group = "quoted" if match.group("quoted") is not None else "bare"
-            if _plausible_secret_value(match.group(group), quoted=group == "quoted"):
-                yield Hit(match.start(group), match.end(group), self.type)
+            group = "quoted" if value.group("quoted") is not None else "bare"
+            if _plausible_secret_value(value.group(group), quoted=group == "quoted"):
+                yield Hit(value.start(group), value.end(group), self.type)
 
 
 _VALUE = r"(?:(?P<q>['\"])(?P<quoted>[^'\"\n]{1,256})(?P=q)|(?P<bare>[^\s'\"`;|&]{1,256}))"
@@ -409,12 +421,16 @@ class CommandLineDetector:
             (
                 # mysql, mysqldump, mysqladmin, mariadb: the password is glued to -p.
                 re.compile(
-                    r"(?i)(?<![\w-])(?:mysql\w{0,8}|mariadb\w{0,8})(?![\w-])[^\n|;&]{0,200}?(?<!\S)-p"
+                    r"(?i)(?<![\w-])(?:mysql\w{0,8}|mariadb\w{0,8})(?![\w-])[^\n|;&]{0,200}?(?<!\S)(?-i:-p)"
                     rf"(?![\s-]){_VALUE}"
                 ),
                 re.compile(
+                    r"(?i)(?<![\w-])redis-cli(?![\w-])[^\n|;&]{0,200}?(?<!\S)(?-i:-a|--pass|--password)"
+                    rf"(?:=|[ \t]+){_VALUE}"
+                ),
+                re.compile(
                     r"(?i)(?<![\w-])(?:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|helm[ \t]+registry)[ \t]+login)"
-                    rf"(?![\w-])[^\n|;&]{{0,200}}?(?<!\S)(?:-p|--password){flag_value}"
+                    rf"(?![\w-])[^\n|;&]{{0,200}}?(?<!\S)(?-i:-p|--password){flag_value}"
                 ),
                 re.compile(r"(?<![\w-])(?:-u|--user)[ \t]+['\"]?[^\s:'\"]{1,128}:(?P<bare>[^\s'\"@]{1,256})"),
                 re.compile(rf"(?<![\w-])(?P<flag>--[A-Za-z][A-Za-z0-9_.-]{{0,63}}){flag_value}"),
@@ -458,9 +474,11 @@ def _plausible_prose_value(word: str, value: str) -> bool:
         return len(value) >= 16 and not value.islower() and not value.isupper()
     if re.fullmatch(r"[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
         return True
+    if re.match(r"(?i)(?:sha\d*|md5):", value):
+        return False  # a fingerprint or a checksum
     return (
         len(value) >= 16
-        and any(char.isdigit() for char in value)
+        and sum(char.isdigit() for char in value) >= 3
         and any(char.isalpha() for char in value)
         and not re.fullmatch(r"[a-z]+(?:[_-][a-z0-9]+)+", value)  # a snake_case or kebab-case name
     )
@@ -479,7 +497,7 @@ class ProseSecretDetector:
         default=re.compile(
             r"(?i)(?<![A-Za-z0-9])(?P<word>" + "|".join((*_PROSE_PASSWORD, *_PROSE_KEY)) + r")(?![A-Za-z0-9])"
             r"(?:[ \t]+[\w.@/-]{1,64}){0,4}?[ \t]*"
-            r"(?::|=|[ \t](?:is|was|are|were|reads|becomes|(?:is[ \t]+)?now|(?:set|changed|reset)[ \t]+to))"
+            r"(?::|=|[ \t](?:is[ \t]+now|is|was|are|were|reads|becomes|now|(?:set|changed|reset)[ \t]+to))"
             r"[ \t]+[`'\"]?(?P<secret>[^\s`'\"]{1,256})"
         ),
         repr=False,
