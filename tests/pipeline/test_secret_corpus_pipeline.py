@@ -111,3 +111,15 @@ def test_secrets_a_generator_answers_with_are_redacted_before_anything_is_stored
     assert CandidateVersion.objects.exists()
     assert leaks(stored()) == []
     assert leaks(caplog.text) == []
+
+
+def test_captured_sources_are_stored_redacted_and_a_retry_is_still_idempotent() -> None:
+    from powercontext.core.models import Source
+
+    positions = [capture(SCOPE, f"src-{i}", case.text) for i, case in enumerate(CORPUS)]
+    again = [capture(SCOPE, f"src-{i}", case.text) for i, case in enumerate(CORPUS)]
+
+    contents = json.dumps(list(Source.objects.values_list("content", "content_sha256")), ensure_ascii=False)
+    assert leaks(contents) == []
+    assert again == positions
+    assert Source.objects.filter(scope_id=SCOPE).count() == len(CORPUS)
