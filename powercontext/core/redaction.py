@@ -363,9 +363,7 @@ class KeywordAssignmentDetector:
         object.__setattr__(
             self,
             "pattern",
-            re.compile(
-                r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"'\]]{0,2}[ \t]*(?::=|=>|==?|:)"
-            ),
+            re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]+)[\"'\]]{0,2}[ \t]*(?::=|=>|==?|:)"),
         )
         object.__setattr__(
             self,

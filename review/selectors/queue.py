@@ -360,3 +360,26 @@ def matching_items(
         .values_list("pk", "seen_version")[:limit]
     )
     return [(pk, version) for pk, version in found]
+
+
+def flagged_items(items: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The ``(pk, version)`` items whose version a reviewer must read on its own page: its
+    proposal, reason or scope holds marked characters, or a proposal field's formatted view hides
+    text (``review.markdown.hidden_text``). Bulk approval leaves them out, as the candidate page
+    warns about them. One query."""
+    from review.markdown import hidden_text
+
+    wanted = set(items)
+    rows = CandidateVersion.objects.filter(candidate_id__in={pk for pk, _ in wanted}).values_list(
+        "candidate_id", "version", "proposal", "reason", "candidate__scope_id"
+    )
+    flagged: set[tuple[int, int]] = set()
+    for pk, version, proposal, reason, scope_id in rows:
+        if (pk, version) not in wanted:
+            continue
+        texts = _texts(proposal)
+        if textmarks.has_marks("\n".join([scope_id, reason or "", *texts])) or any(
+            hidden_text(text) for text in texts
+        ):
+            flagged.add((pk, version))
+    return flagged

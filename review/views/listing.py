@@ -87,6 +87,7 @@ CONFLICT_WORDS = {
     "candidate_terminal": "already decided",
     "artifact_conflict": "its target moved on",
     "candidate_not_found": "no longer exists",
+    "flagged": "holds hidden text or characters: approve it from its own page",
 }
 
 
@@ -151,9 +152,20 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
         if data["decision"] == "approve"
         else ReviewDecision.Decision.REJECTED
     )
+    # Hidden text or characters: only a reviewer who read the warning on the candidate's own page
+    # may approve it (issue 20, N3/N5); rejecting in bulk stays possible.
+    flagged = queue_selectors.flagged_items(items) if decision == ReviewDecision.Decision.APPROVED else set()
     outcomes = services.candidates_decide_bulk(
-        items=items, decision=decision, reason=data["reason"] or None, reviewer=reviewer_of(request)
+        items=[item for item in items if item not in flagged],
+        decision=decision,
+        reason=data["reason"] or None,
+        reviewer=reviewer_of(request),
     )
+    outcomes += [
+        services.BulkOutcome(pk, version, "conflict", "flagged")
+        for pk, version in items
+        if (pk, version) in flagged
+    ]
     tags = "bulk-reject" if decision == ReviewDecision.Decision.REJECTED else ""
     messages.success(request, _bulk_message(outcomes, str(decision), qs), extra_tags=tags)
     return HttpResponse(status=204) if deferred else back
