@@ -262,8 +262,8 @@ LOGIN_REDIRECT_URL = "/review/"
 # --- API ------------------------------------------------------------------------------------
 # Bearer tokens: when POWERCONTEXT_REQUIRE_TOKEN is true every /v1 operation needs a valid
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
-# always need a reviewer token (see docs/reviewers.md).
-POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
+# always need a reviewer token (see docs/reviewers.md). Default: true in service mode (set below,
+# after SERVICE_MODE), false in the embedded default.
 
 # Local embeddings (vector/hybrid search, a derived index): on unless turned off; they are off
 # by themselves when the model packages cannot load.
@@ -380,6 +380,9 @@ CELERY_BEAT_SCHEDULE = {
 # The embedded default (SQLite, eager tasks) needs no configuration: it generates a random key
 # once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
 SERVICE_MODE = _db["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
+# Issue 20, N11: a served deployment requires tokens unless told otherwise, so --scope and the
+# token roles mean something there.
+POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", SERVICE_MODE)
 _secret_key = os.environ.get("SECRET_KEY", "").strip()
 _secret_key_file = os.environ.get("SECRET_KEY_FILE", "").strip()
 if _secret_key and _secret_key_file:
