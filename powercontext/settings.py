@@ -175,7 +175,23 @@ TEMPLATES = [
     },
 ]
 
+
 # --- Database -------------------------------------------------------------------------------
+def _private_files(data_dir: Path, database: Path) -> None:
+    """The embedded data directory 0700 and its SQLite file 0600 (issue 20, N8): Memory, sources
+    and sessions are nobody else's to read. The file is created empty (a valid empty database)
+    so SQLite never creates it under the umask; SQLite gives its -wal and -shm files the
+    database file's mode. Paths another user owns are left alone."""
+    for path, mode in ((data_dir, 0o700), (database, 0o600)):
+        if path == database and not path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        try:
+            if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o777 != mode:
+                path.chmod(mode)
+        except OSError:
+            pass  # a read-only or foreign mount: the operator's choice
+
+
 # Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default).
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
@@ -186,6 +202,7 @@ if DATABASE_URL:
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "powercontext.sqlite3")}
+    _private_files(DATA_DIR, Path(_db["NAME"]))
 
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when the transaction begins (IMMEDIATE) and wait for it (busy
