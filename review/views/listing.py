@@ -35,6 +35,10 @@ from review.views.common import (
 @login_required
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
+    # "Select all N matching" decides what the filter matched at this instant: taken before the
+    # page and its count are read, so a candidate arriving meanwhile is neither counted nor
+    # decided (issue 20, N10).
+    seen = int(timezone.now().timestamp() * 1_000_000)
     filterset = filterset_for(request)
     valid = filterset.is_valid()
     status = filterset.status_value if valid else ""
@@ -75,7 +79,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "can_review": can_review(request),
             "bulk": can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
             "bulk_max": queue_selectors.BULK_MAX,
-            "seen": int(timezone.now().timestamp() * 1_000_000),
+            "seen": seen,
             "canned_reasons": reason_selectors.canned_reasons() if can_review(request) else [],
             "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         },

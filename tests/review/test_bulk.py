@@ -282,3 +282,33 @@ def test_a_flagged_item_can_still_be_rejected_in_bulk(reviewer: User) -> None:
     )
 
     assert statuses(flagged) == ["rejected"]
+
+
+def test_select_all_matching_snapshots_before_the_page_counts(
+    reviewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A candidate that arrives while the queue page is being read is not in its count, so
+    # "select all N matching" must not decide it either (issue 20, N10).
+    from review.views import listing
+
+    shown = make_candidate(proposal=experience(lesson="Pin the resolver, shown."))
+    arrived: list[Candidate] = []
+    real_count = listing.count_selectors.capped_count
+
+    def count_while_one_arrives(rows: Any) -> Any:
+        arrived.append(make_candidate(proposal=experience(lesson="Pin the resolver, arrived meanwhile.")))
+        return real_count(rows)
+
+    monkeypatch.setattr(listing.count_selectors, "capped_count", count_while_one_arrives)
+    client = client_for(reviewer)
+    page = client.get(reverse("review:queue") + "?q=Pin+the+resolver").content.decode()
+    monkeypatch.undo()
+    seen = re.search(r'name="seen" value="(\d+)"', page)
+    assert seen is not None and arrived
+
+    client.post(
+        BULK + "?q=Pin+the+resolver",
+        {"decision": "reject", "reason": "Duplicate.", "all_matching": "1", "seen": seen.group(1)},
+    )
+
+    assert statuses(shown, arrived[0]) == ["rejected", "pending"]
