@@ -152,6 +152,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "powercontext.core.csp.ContentSecurityPolicyMiddleware",
     # Last, as django-axes requires: turns a locked-out log-in into the refusal page.
     "axes.middleware.AxesMiddleware",
 ]
