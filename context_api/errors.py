@@ -189,14 +189,14 @@ def _typed_here(request: HttpRequest) -> bool:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return False
-    site = request.META.get("HTTP_SEC_FETCH_SITE", "").strip().lower()
+    site = str(request.META.get("HTTP_SEC_FETCH_SITE", "")).strip().lower()
     if site:
         return site == "same-origin"
     own = f"{request.scheme}://{request.get_host()}"
-    origin = request.META.get("HTTP_ORIGIN", "")
+    origin = str(request.META.get("HTTP_ORIGIN", ""))
     if origin:
         return origin.rstrip("/") == own
-    referer = request.META.get("HTTP_REFERER", "")
+    referer = str(request.META.get("HTTP_REFERER", ""))
     return referer == own or referer.startswith(own + "/")
 
 

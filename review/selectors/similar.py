@@ -178,7 +178,7 @@ def similar_experiences(
         found.append(
             Similar(
                 status="pending",
-                similarity=sketch_similarity(my_sketch, my_count, hashes, count or 0),
+                similarity=sketch_similarity(my_sketch, my_count, hashes or [], count or 0),
                 title="",
                 candidate_pk=pk,
                 candidate_id=candidate_id,
