@@ -312,3 +312,17 @@ def test_select_all_matching_snapshots_before_the_page_counts(
     )
 
     assert statuses(shown, arrived[0]) == ["rejected", "pending"]
+
+
+def test_bulk_approve_checks_hidden_text_within_a_budget_and_leaves_the_rest(
+    reviewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review.selectors import queue as queue_selectors
+
+    plain = make_candidate()
+    monkeypatch.setattr(queue_selectors, "BULK_MARKDOWN_BUDGET", 0)
+    client = client_for(reviewer)
+
+    client.post(BULK + "?family=experience", {"decision": "approve", "item": [f"{plain.pk}:1"], "seen": 1})
+
+    assert statuses(plain) == ["pending"]
