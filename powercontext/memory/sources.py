@@ -112,3 +112,31 @@ def _same_or_conflict(existing: Source, digest: str) -> CapturedSource:
         position=existing.position,
         created=False,
     )
+
+
+def sources_redact_stored(*, batch: int = 200) -> int:
+    """Redact the Sources stored before capture redacted them (issue 20): each batch of rows in
+    one transaction, oldest first; a row whose text redaction changes gets the redacted text and
+    its digest over it, so a retried capture of the original stays idempotent. Returns how many
+    rows changed. The one maintenance write that rewrites a Source (``manage.py
+    redact_sources``); rows already redacted are read and left alone."""
+    changed = 0
+    after = 0
+    while True:
+        with transaction.atomic(durable=True):
+            rows = list(
+                Source.objects.select_for_update()
+                .filter(pk__gt=after)
+                .order_by("pk")
+                .only("pk", "content", "metadata")[:batch]
+            )
+            if not rows:
+                return changed
+            for row in rows:
+                content = redact(row.content).text
+                if content != row.content:
+                    Source.objects.filter(pk=row.pk).update(
+                        content=content, content_sha256=_digest(content, row.metadata)
+                    )
+                    changed += 1
+            after = rows[-1].pk
