@@ -31,7 +31,8 @@ class ScopeState(models.Model):
 
 
 class Source(models.Model):
-    """Captured evidence, idempotent by (scope, source_type, source_id). Never overwritten."""
+    """Captured evidence, idempotent by (scope, source_type, source_id), stored redacted. Never
+    overwritten, except once by ``manage.py redact_sources`` for rows stored before redaction."""
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     source_type = models.CharField(max_length=64)
