@@ -52,3 +52,15 @@ def require_reviewer(request: Any) -> ApiToken:
     if not token.user.has_perm(REVIEW_PERMISSION):
         raise Forbidden()
     return token
+
+
+def require_operator(request: Any) -> ApiToken | None:
+    """The request's token for an operator operation (retire a Memory entry, flush): an
+    ``operator`` token or a reviewer's token, else 403. Without a token (allowed only where
+    tokens are optional: the embedded, single-user default) the local caller is the operator."""
+    token = authenticate(request)
+    if token is None:
+        return None
+    if token.role != ApiToken.Role.OPERATOR and not token.user.has_perm(REVIEW_PERMISSION):
+        raise Forbidden()
+    return token

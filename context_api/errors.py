@@ -170,6 +170,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     query = urlencode([(k, v) for k, v in request.GET.items() if k in _FILTER_KEYS])
     back = reverse("review:candidate", args=[int(match["pk"])]) + (f"?{query}" if query else "")
     draft = [(k, v) for k, v in request.POST.items() if k not in _NOT_DRAFT and str(v).strip()]
+    if not _typed_here(request):
+        draft = []  # another site's form: its text is not "what you typed" (issue 20, N9)
     context = {
         "back": back,
         "pk": int(match["pk"]),
@@ -177,6 +179,25 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         "can_review": _can_review(request),
     }
     return render(request, "review/form_expired.html", context, status=403)
+
+
+def _typed_here(request: HttpRequest) -> bool:
+    """Whether a refused form was typed by the signed-in user on one of our pages: the user is
+    logged in and the browser says the form came from this origin (``Sec-Fetch-Site:
+    same-origin``, else an ``Origin`` or ``Referer`` on this host). A form another site posts
+    through the reviewer's browser fails this, so its text is never shown back as theirs."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return False
+    site = str(request.META.get("HTTP_SEC_FETCH_SITE", "")).strip().lower()
+    if site:
+        return site == "same-origin"
+    own = f"{request.scheme}://{request.get_host()}"
+    origin = str(request.META.get("HTTP_ORIGIN", ""))
+    if origin:
+        return origin.rstrip("/") == own
+    referer = str(request.META.get("HTTP_REFERER", ""))
+    return referer == own or referer.startswith(own + "/")
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -80,13 +80,21 @@ def _single_error(loc: list[str | int], msg: str, kind: str) -> InvalidRequest:
     return InvalidRequest(details={"errors": [{"loc": ["body", *loc], "msg": msg, "type": kind}]})
 
 
+def strict_json(raw: bytes) -> Any:
+    """Decode UTF-8 JSON strictly: no NaN or Infinity (nor a float that overflows to one), no
+    duplicate keys. Raises ``ValueError`` (or ``UnicodeDecodeError``, ``RecursionError``)."""
+    return json.loads(
+        raw.decode("utf-8"),
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        object_pairs_hook=_no_duplicates,
+    )
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     """Decode a request body as one strict JSON object (UTF-8, no NaN, no duplicate keys)."""
     try:
-        text = raw.decode("utf-8")
-        data = json.loads(
-            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_no_duplicates
-        )
+        data = strict_json(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise _single_error([], "The body must be one valid JSON object.", "json_invalid") from None
     if not isinstance(data, dict):

@@ -167,6 +167,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "powercontext.core.csp.ContentSecurityPolicyMiddleware",
     # Last, as django-axes requires: turns a locked-out log-in into the refusal page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -190,7 +191,23 @@ TEMPLATES = [
     },
 ]
 
+
 # --- Database -------------------------------------------------------------------------------
+def _private_files(data_dir: Path, database: Path) -> None:
+    """The embedded data directory 0700 and its SQLite file 0600 (issue 20, N8): Memory, sources
+    and sessions are nobody else's to read. The file is created empty (a valid empty database)
+    so SQLite never creates it under the umask; SQLite gives its -wal and -shm files the
+    database file's mode. Paths another user owns are left alone."""
+    for path, mode in ((data_dir, 0o700), (database, 0o600)):
+        if path == database and not path.exists():
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        try:
+            if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o777 != mode:
+                path.chmod(mode)
+        except OSError:
+            pass  # a read-only or foreign mount: the operator's choice
+
+
 # Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default).
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
@@ -201,6 +218,7 @@ if DATABASE_URL:
 else:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "powercontext.sqlite3")}
+    _private_files(DATA_DIR, Path(_db["NAME"]))
 
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when the transaction begins (IMMEDIATE) and wait for it (busy
@@ -277,8 +295,8 @@ LOGIN_REDIRECT_URL = "/review/"
 # --- API ------------------------------------------------------------------------------------
 # Bearer tokens: when POWERCONTEXT_REQUIRE_TOKEN is true every /v1 operation needs a valid
 # token; otherwise a token is optional (and, when present, must be valid). Reviewer actions
-# always need a reviewer token (see docs/reviewers.md).
-POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", False)
+# always need a reviewer token (see docs/reviewers.md). Default: true in service mode (set below,
+# after SERVICE_MODE), false in the embedded default.
 
 # Local embeddings (vector/hybrid search, a derived index): on unless turned off; they are off
 # by themselves when the model packages cannot load.
@@ -405,6 +423,9 @@ CELERY_BEAT_SCHEDULE = {
 # The embedded default (SQLite, eager tasks) needs no configuration: it generates a random key
 # once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
 SERVICE_MODE = _db["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
+# Issue 20, N11: a served deployment requires tokens unless told otherwise, so --scope and the
+# token roles mean something there.
+POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", SERVICE_MODE)
 _secret_key = os.environ.get("SECRET_KEY", "").strip()
 _secret_key_file = os.environ.get("SECRET_KEY_FILE", "").strip()
 if _secret_key and _secret_key_file:

@@ -78,6 +78,11 @@ class CandidateVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # An Experience version's analyzer terms, summarized when it is written (``similar.sketch``):
+    # the bottom-k hashes and the number of distinct terms. The Inbox queue's near-duplicate flag
+    # compares these instead of re-reading and re-analyzing proposals (issue 20, N2).
+    terms_sketch = models.JSONField(null=True, blank=True)
+    terms_count = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -7,6 +7,11 @@ operators U+2061..U+2064, the deprecated format controls U+206A..U+206F and the 
 U+E0000..U+E007F, which language models read although nothing is drawn) hides content outright.
 The Review Inbox shows each such character as a visible marker instead of its effect
 (``pieces``), and warns about the fields that hold any (``kinds_in``).
+
+Which characters are marked is decided by Unicode property, not by a hand list (issue 20, N5):
+every ``Default_Ignorable_Code_Point`` (soft hyphen, combining grapheme joiner, Hangul fillers,
+Mongolian vowel separator, variation selectors U+FE00..U+FE0F and U+E0100..U+E01EF, tags …) and
+every character of the categories Cf, Zl and Zp (``powercontext.core.invisible``).
 """
 
 from __future__ import annotations
@@ -15,14 +20,20 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from powercontext.core.invisible import hidden_pattern
+
 BIDI = "bidi"
 INVISIBLE = "invisible"
-KIND_LABELS = {BIDI: "bidirectional control characters", INVISIBLE: "zero-width or invisible characters"}
+# Not a character kind: a field whose rendered Markdown does not show part of its text.
+HIDDEN_TEXT = "hidden_text"
+KIND_LABELS = {
+    BIDI: "bidirectional control characters",
+    INVISIBLE: "zero-width or invisible characters",
+    HIDDEN_TEXT: "text the formatted view does not show",
+}
 
 _BIDI_CHARS = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
-_INVISIBLE_CHARS = "\u200b-\u200d\u2060-\u2064\u206a-\u206f\ufeff\U000e0000-\U000e007f"
 _BIDI = re.compile(f"[{_BIDI_CHARS}]")
-_MARKED = re.compile(f"[{_BIDI_CHARS}{_INVISIBLE_CHARS}]")
 
 
 @dataclass(frozen=True)
@@ -47,18 +58,18 @@ class Mark:
 
 
 def has_marks(text: str) -> bool:
-    return _MARKED.search(text) is not None
+    return hidden_pattern().search(text) is not None
 
 
 def kinds_in(text: str) -> frozenset[str]:
     """The kinds of marked characters ``text`` holds (``BIDI``, ``INVISIBLE``); empty if none."""
-    return frozenset(Mark(char).kind for char in set(_MARKED.findall(text)))
+    return frozenset(Mark(char).kind for char in set(hidden_pattern().findall(text)))
 
 
 def plain(text: str) -> str:
     """``text`` with each marked character replaced by its code in brackets (``⟨U+202E⟩``): for
     places that take plain text only, such as attribute values."""
-    return _MARKED.sub(lambda match: f"⟨{Mark(match.group()).code}⟩", text)
+    return hidden_pattern().sub(lambda match: f"⟨{Mark(match.group()).code}⟩", text)
 
 
 def pieces(text: str) -> list[str | Mark]:
@@ -66,7 +77,7 @@ def pieces(text: str) -> list[str | Mark]:
     character, in order: joining the strings and the marks' characters gives ``text`` back."""
     out: list[str | Mark] = []
     start = 0
-    for match in _MARKED.finditer(text):
+    for match in hidden_pattern().finditer(text):
         if match.start() > start:
             out.append(text[start : match.start()])
         out.append(Mark(match.group()))

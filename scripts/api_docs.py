@@ -49,9 +49,11 @@ against its schemas, or when this page is older than the contract.
   coercion), out-of-range values, NUL characters and unpaired surrogates are
   `422 invalid_request` with `details.errors = [{loc, msg, type}]`.
 - **Tokens**: `Authorization: Bearer <token>` (`manage.py create_api_token`, see
-  [reviewers.md](reviewers.md)). Optional unless `POWERCONTEXT_REQUIRE_TOKEN=true`; a wrong token
-  is always `401`. Approve, reject and revise need a reviewer's token in every mode. A token made
-  with `--scope` reaches only those scopes (`403 scope_forbidden` elsewhere).
+  [reviewers.md](reviewers.md)). Optional unless `POWERCONTEXT_REQUIRE_TOKEN=true` (the default in
+  service mode); a wrong token is always `401`. Approve, reject and revise need a reviewer's token
+  in every mode; retire and flush an operator's or a reviewer's token when a token is sent (an
+  agent token is `403 forbidden`). A token made with `--scope` reaches only those scopes
+  (`403 scope_forbidden` elsewhere).
 - **Browsers**: a request whose `Origin` is not in `POWERCONTEXT_ALLOWED_ORIGINS`, or marked
   `Sec-Fetch-Site: cross-site`, is `403 origin_forbidden`. `/health/*` stays open.
 - **Every response** carries `X-PowerContext-Request-ID`. Every error, on `/v1`, `/health` and

@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 export LOG_LEVEL=${LOG_LEVEL:-WARNING}
+# The PostgreSQL pass is service mode, where tokens are required by default; the benchmarks call
+# without one on a throwaway database.
+export POWERCONTEXT_REQUIRE_TOKEN=${POWERCONTEXT_REQUIRE_TOKEN:-false}
 # The PostgreSQL pass is service mode, which needs a SECRET_KEY; one throwaway key serves both.
 export SECRET_KEY=${SECRET_KEY:-$("$PY" -c 'import secrets; print(secrets.token_urlsafe(64))')}
 BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-8765}
@@ -23,6 +26,7 @@ run_pass() {
   if [ "${BENCH_SKIP_REVIEW:-0}" != "1" ]; then
     env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_page --json "bench-results/${name}-review-page.json"
     env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_bulk_approve --json "bench-results/${name}-bulk-approve.json"
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_queue --json "bench-results/${name}-review-queue.json"
   fi
   if [ "${BENCH_SKIP_HTTP:-0}" != "1" ]; then
     env -u CELERY_BROKER_URL DATABASE_URL="$url" .venv/bin/gunicorn powercontext.wsgi \

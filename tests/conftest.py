@@ -171,6 +171,13 @@ def _embedding_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
 
 
 @pytest.fixture(autouse=True)
+def _tokens_optional(settings: Any) -> None:
+    """Both vendors run the suite with tokens optional (the embedded default); PostgreSQL is
+    service mode, where they are required by default. Tests of the requirement set it."""
+    settings.POWERCONTEXT_REQUIRE_TOKEN = False
+
+
+@pytest.fixture(autouse=True)
 def _embed_writes(settings: Any) -> Iterator[None]:
     """Tests run with vectors written in the writer's transaction (``sync``), as before
     embedding after commit existed; tests of ``async`` set it themselves and drive the embedder

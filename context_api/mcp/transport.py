@@ -5,37 +5,40 @@ transport is this module and the SDK supplies the protocol types and their per-v
 (``mcp.types``, ``mcp.types.methods``). There is no session: no ``Mcp-Session-Id`` is issued and
 one sent by a client is ignored; nothing is streamed (no SSE, no GET stream).
 
-Order of checks on every request: method (POST only, else 405), ``Origin`` (403 unless allowed),
-``MCP-Protocol-Version`` (400 when unsupported; absent means the spec's default), bearer token
-(401 with ``WWW-Authenticate: Bearer`` under the REST rule), then the JSON-RPC body.
+Order of checks on every request: method (POST only, else 405), ``Origin`` and
+``Sec-Fetch-Site: cross-site`` (403, the /v1 rule: ``context_api.guards.check_browser_origin``),
+a body that is not ``application/json`` (415: an HTML form cannot post JSON without a CORS
+preflight), ``MCP-Protocol-Version`` (400 when unsupported; absent means the spec's default),
+bearer token (401 with ``WWW-Authenticate: Bearer`` under the REST rule), then the JSON-RPC body,
+parsed strictly like /v1 bodies (no ``NaN``/``Infinity``, no duplicate keys: a parse error).
 
 Batches (a JSON array) are accepted only at protocol revisions that define them (2024-11-05,
-2025-03-26, and the default when the header is absent); from 2025-06-18 on a batch is an invalid
-request.
+2025-03-26, and the default when the header is absent), with at most ``BATCH_MAX`` messages; from
+2025-06-18 on a batch is an invalid request.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import mcp.types as types
-from django.conf import settings
 from mcp.types import methods as wire
 from mcp.types import version as versions
 from pydantic import BaseModel, ValidationError
 
 from context_api.auth import authenticate
 from context_api.errors import error_parts
+from context_api.guards import check_browser_origin, check_json_body
 from context_api.mcp import tools
-from context_api.validation import read_body
+from context_api.validation import read_body, strict_json
 
 SUPPORTED_VERSIONS: tuple[str, ...] = versions.HANDSHAKE_PROTOCOL_VERSIONS
 LATEST_VERSION: str = versions.LATEST_HANDSHAKE_VERSION
 DEFAULT_VERSION: str = types.DEFAULT_NEGOTIATED_VERSION
 BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
+BATCH_MAX = 32  # messages in one batch (a 2.5 MB batch was ~19,000 tool calls)
 VERSION_HEADER = "HTTP_MCP_PROTOCOL_VERSION"
 
 SERVER_NAME = "powercontext"
@@ -72,17 +75,18 @@ def _refusal(status: int, code: int, message: str, **headers: str) -> Answer:
     return Answer(status, _error(code, message), headers)
 
 
-def _allowed_origin(request: Any) -> bool:
-    origin = request.META.get("HTTP_ORIGIN")
-    return origin is None or origin in settings.POWERCONTEXT_ALLOWED_ORIGINS
-
-
 def handle(request: Any) -> Answer:
     """Answer one HTTP request to /mcp."""
     if request.method != "POST":
         return _refusal(405, types.INVALID_REQUEST, "Method not allowed: POST JSON-RPC.", Allow="POST")
-    if not _allowed_origin(request):
+    try:
+        check_browser_origin(request)
+    except Exception:
         return _refusal(403, FORBIDDEN, "Origin not allowed.")
+    try:
+        check_json_body(request)
+    except Exception:
+        return _refusal(415, types.INVALID_REQUEST, "Unsupported media type: send application/json.")
     version = request.META.get(VERSION_HEADER) or DEFAULT_VERSION
     if version not in SUPPORTED_VERSIONS:
         return _refusal(400, types.INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version[:64]}")
@@ -93,9 +97,9 @@ def handle(request: Any) -> Answer:
         code = {401: UNAUTHORIZED, 403: FORBIDDEN, 503: UNAVAILABLE}.get(status, types.INTERNAL_ERROR)
         return Answer(status, _error(code, envelope["error"]["message"], data=envelope), headers)
     try:
-        payload = json.loads(read_body(request))
-    except (ValueError, UnicodeDecodeError):
-        return Answer(400, _error(types.PARSE_ERROR, "Parse error: the body is not JSON."))
+        payload = strict_json(read_body(request))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return Answer(400, _error(types.PARSE_ERROR, "Parse error: the body is not strict JSON."))
     except Exception as exc:  # e.g. a body over the size limit
         status, envelope, _headers = error_parts(exc)
         return Answer(400, _error(types.INVALID_REQUEST, envelope["error"]["message"], data=envelope))
@@ -109,6 +113,9 @@ def _dispatch_payload(request: Any, payload: Any, version: str) -> Answer:
             return Answer(400, _error(types.INVALID_REQUEST, message))
         if not payload:
             return Answer(400, _error(types.INVALID_REQUEST, "Invalid Request: empty batch."))
+        if len(payload) > BATCH_MAX:
+            message = f"Invalid Request: a batch holds at most {BATCH_MAX} messages."
+            return Answer(400, _error(types.INVALID_REQUEST, message))
         answers = [a for a in (_dispatch(request, m, version) for m in payload) if a is not None]
         return Answer(200, answers) if answers else Answer(202)
     if not isinstance(payload, dict):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from context_api.auth import authenticate, require_reviewer
+from context_api.auth import authenticate, require_operator, require_reviewer
 from context_api.validation import StrictSerializer, check_strings, validate
 from powercontext.core.exceptions import InvalidRequest, ScopeForbidden
 from powercontext.core.models import ApiToken
@@ -39,6 +39,7 @@ class Operation:
     method: str = "POST"  # GET operations take their payload from the query string
     headers: tuple[tuple[str, str], ...] = ()
     reviewer: bool = False  # approve / reject / revise: a reviewer token in every mode
+    operator: bool = False  # retire / flush: an operator or reviewer token, when one is sent
     read_only: bool = False
     idempotent: bool = False
     destructive: bool = False
@@ -48,7 +49,7 @@ class Operation:
         if self.reviewer:
             reviewer = require_reviewer(request)
             return Caller(token=reviewer, user=reviewer.user)
-        token = authenticate(request)
+        token = require_operator(request) if self.operator else authenticate(request)
         return Caller(token=token, user=token.user if token is not None else None)
 
     def call(self, caller: Caller, payload: Any) -> dict[str, Any]:

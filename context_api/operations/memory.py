@@ -187,7 +187,9 @@ class RetireEntryInput(StrictSerializer):
     reason = _reason_field()
 
 
-@operation("retire_memory_entry", "v1/memory/entries/retire", RetireEntryInput, destructive=True)
+@operation(
+    "retire_memory_entry", "v1/memory/entries/retire", RetireEntryInput, destructive=True, operator=True
+)
 def retire_memory_entry(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Deactivate an active entry in a new Memory revision (its history stays readable)."""
     mutation = memory_services.memory_retire(

@@ -17,7 +17,7 @@ class FlushInput(StrictSerializer):
     scope_id = scope_field()
 
 
-@operation("flush_memory", "v1/memory/flush", FlushInput)
+@operation("flush_memory", "v1/memory/flush", FlushInput, operator=True)
 def flush_memory(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Process the pending Source window into Memory: one bounded pipeline pass for one scope,
     ignoring the idle threshold and the Phase 2 cooldown. Cursors are Source positions: the

@@ -31,7 +31,8 @@ class ScopeState(models.Model):
 
 
 class Source(models.Model):
-    """Captured evidence, idempotent by (scope, source_type, source_id). Never overwritten."""
+    """Captured evidence, idempotent by (scope, source_type, source_id), stored redacted. Never
+    overwritten, except once by ``manage.py redact_sources`` for rows stored before redaction."""
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     source_type = models.CharField(max_length=64)
@@ -224,7 +225,17 @@ class MemoryMembership(models.Model):
 
 
 class ApiToken(models.Model):
-    """A bearer token bound to a user. Only its SHA-256 digest is stored."""
+    """A bearer token bound to a user. Only its SHA-256 digest is stored.
+
+    Privileges (docs/reviewers.md, "Tokens"): every token may read, capture sources, remember and
+    revise Memory, and propose candidates, within its ``scopes``. Operator operations (retire a
+    Memory entry, flush the pipeline) need ``role = operator`` or a reviewer's token; reviewer
+    operations (approve, reject, revise a candidate) need a user with the review permission.
+    """
+
+    class Role(models.TextChoices):
+        AGENT = "agent"
+        OPERATOR = "operator"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=128, blank=True, default="")
@@ -236,6 +247,7 @@ class ApiToken(models.Model):
     # The scope ids this token may read and write; empty: every scope (a token made without
     # --scope). Checked by ``Operation.call`` on every operation that carries a scope_id.
     scopes = models.JSONField(default=list, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.AGENT)
 
     def __str__(self) -> str:
         return f"token {self.prefix}… of user #{self.user_id}"

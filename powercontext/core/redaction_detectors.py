@@ -57,6 +57,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from powercontext.core import redaction
 from powercontext.core.redaction import (
+    CommandLineDetector,
     Detector,
     HighEntropyDetector,
     Hit,
@@ -84,8 +85,16 @@ _SECRET_GROUP = {
     SoftlayerDetector,
 }
 _DELIMITERS = frozenset(" \t\r\n\"'=:")
-# Secret-named keys the library's list lacks, common in prose and configs.
-_EXTRA_KEYWORDS = ("(?:access|auth|api|bearer|refresh|session|client)_?token", "credentials?")
+# Secret-named keys the library's list lacks, common in prose, configs and environments
+# (searched anywhere in a name: GH_TOKEN, DEPLOY_KEY, SSH_PASSPHRASE, DB_PW).
+_EXTRA_KEYWORDS = (
+    "(?:access|auth|api|bearer|refresh|session|client)_?token",
+    "token$",
+    "credentials?",
+    "(?:deploy|license|licence|access|signing|encryption|master|webhook|app|consumer|admin|ssh|gpg|pgp|secret)_?key",
+    "pass_?phrase",
+    "(?:^|_)pw$",
+)
 
 _TYPES: dict[type[RegexBasedDetector], str] = {
     ArtifactoryDetector: "artifactory_token",
@@ -150,11 +159,25 @@ class LibraryPatternDetector:
                 yield Hit(start, end, self.type)
 
 
+# The IBM, SoftLayer and Cloudant patterns join name and value with "(?: *)(?:=|:|:=|=>| +|::)(?: *)":
+# three adjacent repeats of a space, cubic on a long run of spaces after a key-like name (a 2 KB
+# line took 80 s). The same language, written so that a run of spaces is read one way only:
+_CUBIC_SEPARATOR = "(?: *)(?:=|:|:=|=>| +|::)(?: *)"
+_LINEAR_SEPARATOR = "(?: *(?:=|:|:=|=>|::) *| +)"
+
+
+def _linear(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    if _CUBIC_SEPARATOR not in pattern.pattern:
+        return pattern
+    return re.compile(pattern.pattern.replace(_CUBIC_SEPARATOR, _LINEAR_SEPARATOR), pattern.flags)
+
+
 def _library_detectors() -> list[Detector]:
     detectors: list[Detector] = []
     for plugin, secret_type in _TYPES.items():
         # denylist is a class attribute typed by the library as an abstract property.
-        for pattern in cast("Iterable[re.Pattern[str]]", plugin.denylist):
+        for library_pattern in cast("Iterable[re.Pattern[str]]", plugin.denylist):
+            pattern = _linear(library_pattern)
             kind = secret_type
             if plugin is AWSKeyDetector and pattern.groups:
                 kind = "aws_secret_key"
@@ -177,6 +200,8 @@ DETECTORS: tuple[Detector, ...] = (
     *redaction.STRUCTURAL_DETECTORS,
     *_library_detectors(),
     KeywordAssignmentDetector("secret_keyword", (*SECRET_KEYWORDS, *_EXTRA_KEYWORDS)),
+    CommandLineDetector("cli_password", (*SECRET_KEYWORDS, *_EXTRA_KEYWORDS)),
+    redaction.PROSE_SECRET,
     HighEntropyDetector(
         "high_entropy_string",
         Base64HighEntropyString().calculate_shannon_entropy,

@@ -27,19 +27,25 @@ def new_token() -> str:
 
 
 @transaction.atomic(durable=True)
-def api_token_create(*, user: Any, name: str = "", scopes: Iterable[str] = ()) -> tuple[ApiToken, str]:
+def api_token_create(
+    *, user: Any, name: str = "", scopes: Iterable[str] = (), role: str = ApiToken.Role.AGENT
+) -> tuple[ApiToken, str]:
     """Create a token for ``user``; return the row and the secret (shown once, never stored).
 
     ``scopes``: the scope ids the token may read and write; empty means every scope. Each must
     be a non-blank string of at most 256 characters (ValueError otherwise); duplicates collapse.
+    ``role``: ``agent`` (read, capture, remember, revise, propose) or ``operator`` (also retire
+    Memory entries and flush the pipeline); see ``ApiToken``.
     """
+    if role not in ApiToken.Role.values:
+        raise ValueError("a token's role is agent or operator")
     allowed = list(dict.fromkeys(scopes))
     for scope in allowed:
         if not isinstance(scope, str) or not scope.strip() or len(scope) > SCOPE_MAX_CHARS:
             raise ValueError("a scope must be a non-blank string of at most 256 characters")
     secret = new_token()
     token = ApiToken.objects.create(
-        user=user, name=name, digest=token_digest(secret), prefix=secret[:8], scopes=allowed
+        user=user, name=name, digest=token_digest(secret), prefix=secret[:8], scopes=allowed, role=role
     )
     return token, secret
 

@@ -1,4 +1,11 @@
-"""Source capture: idempotent by (scope, source type, source id), never overwritten."""
+"""Source capture: idempotent by (scope, source type, source id), never overwritten.
+
+Content is redacted before it is stored (``powercontext.core.redaction_detectors``): a secret in
+a captured session never reaches the database, its backups, the admin or the Review Inbox's
+evidence panel, and the evidence a reviewer sees is exactly what was stored and what the
+pipeline read. The idempotency digest is taken over the redacted content, so no hash of a
+secret is kept either (docs/redaction.md).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from django.db.models import F
 
 from powercontext.core.exceptions import SourceConflict
 from powercontext.core.models import ScopeState, Source
+from powercontext.core.redaction_detectors import redact
 
 CONTENT_SOURCE_TYPE = "content"
 
@@ -55,8 +63,10 @@ def source_capture(
 
     The same ``(scope, source_type, source_id)`` with the same content and metadata returns the existing
     Source and its position (idempotent retry); with anything different it raises
-    ``SourceConflict`` and changes nothing.
+    ``SourceConflict`` and changes nothing. ``content`` is stored redacted; two captures that
+    differ only in a secret are the same capture.
     """
+    content = redact(content).text
     digest = _digest(content, metadata)
     existing = _existing(scope_id, source_type, source_id)
     if existing is not None:
@@ -102,3 +112,31 @@ def _same_or_conflict(existing: Source, digest: str) -> CapturedSource:
         position=existing.position,
         created=False,
     )
+
+
+def sources_redact_stored(*, batch: int = 200) -> int:
+    """Redact the Sources stored before capture redacted them (issue 20): each batch of rows in
+    one transaction, oldest first; a row whose text redaction changes gets the redacted text and
+    its digest over it, so a retried capture of the original stays idempotent. Returns how many
+    rows changed. The one maintenance write that rewrites a Source (``manage.py
+    redact_sources``); rows already redacted are read and left alone."""
+    changed = 0
+    after = 0
+    while True:
+        with transaction.atomic(durable=True):
+            rows = list(
+                Source.objects.select_for_update()
+                .filter(pk__gt=after)
+                .order_by("pk")
+                .only("pk", "content", "metadata")[:batch]
+            )
+            if not rows:
+                return changed
+            for row in rows:
+                content = redact(row.content).text
+                if content != row.content:
+                    Source.objects.filter(pk=row.pk).update(
+                        content=content, content_sha256=_digest(content, row.metadata)
+                    )
+                    changed += 1
+            after = rows[-1].pk

@@ -95,6 +95,25 @@ def phase1_claim(
     job = _lock_job(scope_id, session_id)
     if not claimable(job, session.watermark, now):
         return None
+    if job.status == PipelineJob.Status.RUNNING and session.watermark <= job.input_watermark:
+        # The previous attempt on this watermark died without committing (the worker was killed,
+        # e.g. at its timeout on a poisoned source): that attempt spends a retry like a failure,
+        # so a source that kills every worker ends ``exhausted`` instead of looping forever.
+        job.retries_left = max(job.retries_left - 1, 0)
+        if job.retries_left == 0:
+            PipelineJob.objects.filter(pk=job.pk).update(
+                status=PipelineJob.Status.EXHAUSTED,
+                ownership_token="",
+                lease_until=None,
+                retries_left=0,
+                outcome="failed",
+                error_code="lease_expired",
+                finished_at=now,
+            )
+            counter_add(scope_id, PipelineCounter.Name.FAILED)
+            counter_add(scope_id, PipelineCounter.Name.EXHAUSTED)
+            logger.warning("pipeline phase1 exhausted job=%s error=lease_expired", job.pk)
+            return None
     token = secrets.token_hex(16)
     changes = {
         "status": PipelineJob.Status.RUNNING,
@@ -109,6 +128,8 @@ def phase1_claim(
     }
     if session.watermark > job.input_watermark:
         changes.update(retry_budget=config.retry_budget, retries_left=config.retry_budget, backoff_until=None)
+    else:
+        changes["retries_left"] = job.retries_left
     PipelineJob.objects.filter(pk=job.pk).update(**changes)
     counter_add(scope_id, PipelineCounter.Name.CLAIMED)
     logger.info("pipeline phase1 claimed job=%s watermark=%s", job.pk, session.watermark)

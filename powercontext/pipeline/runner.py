@@ -57,13 +57,23 @@ def phase1_run(
     if claim is None:
         return None
     sources = selectors.session_sources(scope_id=scope_id, session_id=session_id, up_to=claim.watermark)
-    projection = project(
-        scope_id=scope_id,
-        session_id=session_id,
-        sources=sources,
-        budget_bytes=config.projection_bytes,
-        redact=redact_text,
-    )
+    try:
+        projection = project(
+            scope_id=scope_id,
+            session_id=session_id,
+            sources=sources,
+            budget_bytes=config.projection_bytes,
+            redact=redact_text,
+        )
+    except Exception as exc:  # a source the projection or redaction cannot handle: a failed attempt
+        logger.warning("pipeline phase1 projection raised job=%s error=%s", claim.job_pk, type(exc).__name__)
+        return phase1_commit(
+            claim=claim,
+            result=GeneratorResult(outcome="failed", error_code="projection_exception"),
+            generator=generator.name,
+            now=timezone.now(),
+            config=config,
+        )
     try:
         raw = generator.generate(projection)
     except Exception as exc:  # a broken generator is a failed attempt, counted and retried

@@ -3,8 +3,8 @@
 The explain page is a thin renderer of ``powercontext.prepare.explain_selectors`` (the function
 ``manage.py explain_prepare`` prints): it reads, never writes, and never logs the query. It is
 a POST form, so the query stays out of URLs and access logs. It needs the permission
-``prepare.explain_prepare``; "show text" also needs ``view_memoryentryversion`` (the
-permission that shows Memory text in the admin already).
+``prepare.explain_prepare`` and ``view_memoryentryversion`` (the permission that shows Memory in
+the admin already: the report lists citations and scores), which also allows "show text".
 
 Imported from ``powercontext.core.admin`` so it registers with the rest of the core domain.
 """
@@ -198,7 +198,9 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
 
     def explain_view(self, request: HttpRequest) -> HttpResponse:
         """Render ``prepare_explain`` for the submitted form. Reads only; the query is not logged."""
-        if not request.user.has_perm(EXPLAIN_PERMISSION):
+        # The report lists citations, entry ids and scores of Memory: the explain permission alone
+        # is not enough, the Memory view permission is needed too (issue 20).
+        if not request.user.has_perm(EXPLAIN_PERMISSION) or not request.user.has_perm(TEXT_PERMISSION):
             raise PermissionDenied
         # Imported here, not with the admin: the report reads through search (NumPy, the embedding
         # model's module), which every management command would otherwise load at start-up.

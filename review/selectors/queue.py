@@ -360,3 +360,35 @@ def matching_items(
         .values_list("pk", "seen_version")[:limit]
     )
     return [(pk, version) for pk, version in found]
+
+
+# The estimated Markdown work (review.markdown.cost, microseconds) one bulk approval may spend
+# checking for hidden text; items past it are left for their own pages, so the request stays
+# bounded whatever the proposals hold.
+BULK_MARKDOWN_BUDGET = 2_000_000
+
+
+def flagged_items(items: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The ``(pk, version)`` items whose version a reviewer must read on its own page: its
+    proposal, reason or scope holds marked characters, or a proposal field's formatted view hides
+    text (``review.markdown.hidden_text``), or checking it would pass ``BULK_MARKDOWN_BUDGET``.
+    Bulk approval leaves them out, as the candidate page warns about them. One query."""
+    from review.markdown import cost, hidden_text
+
+    wanted = set(items)
+    budget = BULK_MARKDOWN_BUDGET
+    rows = CandidateVersion.objects.filter(candidate_id__in={pk for pk, _ in wanted}).values_list(
+        "candidate_id", "version", "proposal", "reason", "candidate__scope_id"
+    )
+    flagged: set[tuple[int, int]] = set()
+    for pk, version, proposal, reason, scope_id in rows:
+        if (pk, version) not in wanted:
+            continue
+        texts = _texts(proposal)
+        if textmarks.has_marks("\n".join([scope_id, reason or "", *texts])):
+            flagged.add((pk, version))
+            continue
+        budget -= sum(cost(text) for text in texts)
+        if budget < 0 or any(hidden_text(text) for text in texts):
+            flagged.add((pk, version))  # past the budget: left for its own page, unchecked
+    return flagged

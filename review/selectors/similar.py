@@ -4,29 +4,36 @@ same thing as a proposal.
 One rule for the whole product: approved Experiences are found through the product's own ranked
 search (``search.search_experience``, the index prepare recalls from), pending ones by scanning
 the scope's newest pending candidates (they have no index rows); both are then scored by the
-Jaccard similarity of their analyzer terms over the family's searchable fields. The pipeline's
+Jaccard similarity of their analyzer terms over the family's searchable fields (for pending
+candidates from the bottom-k sketch stored with each version: exact up to ``SKETCH`` distinct
+terms, an estimate beyond). The pipeline's
 Phase 2 skips a proposal with any match at ``NEAR_DUPLICATE`` or above; the Inbox's candidate
 page lists the best matches with a one-click "Reject as duplicate of ...".
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+import hashlib
+import heapq
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from threading import Lock
 from typing import Any
+
+from django.db.models.functions import Length
 
 from powercontext import search
 from powercontext.core import families
 from powercontext.core.recall import recallable_experience_heads
 from powercontext.search import analyzer
-from review.models import Candidate, CandidateVersion
+from review.models import Candidate
 
 NEAR_DUPLICATE = 0.8  # Jaccard similarity of analyzer terms at or above which two Experiences are one
 PENDING_SCAN = 500  # newest pending candidates of the scope compared (one query)
 APPROVED_SEARCH = 8  # ranked approved heads compared
 APPROVED_SCAN = 500  # newest approved heads of a queue page's scopes compared by the row flag
+APPROVED_BYTES = 1_000_000  # ... and at most this much of their searchable text read per page
+SKETCH = 256  # bottom-k hashes kept per term set: exact Jaccard up to this many distinct terms
 SHOWN = 5  # matches the candidate page lists
 SHOWN_FLOOR = 0.2  # below this similarity a match is not worth a reviewer's look
 
@@ -75,56 +82,42 @@ def terms(proposal: Any) -> set[str]:
     return set(analyzer.searchable_text(values).split())
 
 
-@dataclass(frozen=True)
-class _Digest:
-    """What the comparison needs of one candidate version: its terms and its title."""
-
-    terms: frozenset[str]
-    title: str
+def _term_hash(term: str) -> int:
+    # Stable across processes (the sketch is stored), 56 bits: a JSON and database integer.
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=7).digest(), "big")
 
 
-# Candidate versions are immutable (insert-only), so their digests can be kept per process,
-# keyed by (candidate_id, version): candidate ids are random, so a key never names another text,
-# even where a database reuses row ids (a restore, a test rollback). The pending scan then reads
-# and analyzes each version's proposal once; later scans read only small rows.
-_DIGESTS: OrderedDict[tuple[str, int], _Digest] = OrderedDict()
-_DIGESTS_MAX = 2 * PENDING_SCAN
-_DIGESTS_LOCK = Lock()
+def sketch(found: Iterable[str]) -> list[int]:
+    """The ``SKETCH`` smallest hashes of a term set, ascending (a bottom-k MinHash sketch)."""
+    return heapq.nsmallest(SKETCH, {_term_hash(term) for term in found})
+
+
+def sketch_similarity(a: Sequence[int], a_count: int, b: Sequence[int], b_count: int) -> float:
+    """Jaccard similarity of two term sets from their sketches (ascending): exact when both hold
+    at most ``SKETCH`` distinct terms (the sketch is then the whole set), else estimated over the
+    hashes below the smaller of the two sketches' largest (at least ``SKETCH`` of the union's
+    smallest hashes; the standard error is about 2.5 points at 0.8)."""
+    if not a or not b:
+        return 0.0
+    return _similarity(frozenset(a), a[-1], a_count, frozenset(b), b[-1], b_count)
+
+
+def _similarity(
+    mine: frozenset[int], my_top: int, my_count: int, theirs: frozenset[int], their_top: int, their_count: int
+) -> float:
+    both = mine & theirs
+    if my_count <= SKETCH and their_count <= SKETCH:
+        return len(both) / (len(mine) + len(theirs) - len(both))
+    limit = min(my_top, their_top)
+    shared = sum(1 for value in both if value <= limit)
+    seen = sum(1 for value in mine if value <= limit) + sum(1 for value in theirs if value <= limit) - shared
+    return shared / seen
 
 
 def forget_digests() -> None:
-    """Empty the process cache (tests measure query counts from a cold cache)."""
-    with _DIGESTS_LOCK:
-        _DIGESTS.clear()
-
-
-def _digests(versions: list[tuple[str, int, int]]) -> dict[tuple[str, int], _Digest]:
-    """The digest of each ``(candidate_id, version, version row pk)``: from the process cache,
-    the rest read in one query."""
-    known: dict[tuple[str, int], _Digest] = {}
-    with _DIGESTS_LOCK:
-        for candidate_id, number, _ in versions:
-            if (digest := _DIGESTS.get((candidate_id, number))) is not None:
-                _DIGESTS.move_to_end((candidate_id, number))
-                known[candidate_id, number] = digest
-    missing = {
-        row_pk: (candidate_id, number)
-        for candidate_id, number, row_pk in versions
-        if (candidate_id, number) not in known
-    }
-    if not missing:
-        return known
-    read = {
-        missing[row_pk]: _Digest(terms=frozenset(terms(proposal)), title=_title(proposal))
-        for row_pk, proposal in CandidateVersion.objects.filter(pk__in=list(missing)).values_list(
-            "pk", "proposal"
-        )
-    }
-    with _DIGESTS_LOCK:
-        _DIGESTS.update(read)
-        while len(_DIGESTS) > _DIGESTS_MAX:
-            _DIGESTS.popitem(last=False)
-    return known | read
+    """Nothing to forget any more: pending versions are compared by the sketches stored with
+    them, not by a per-process cache of analyzed proposals. Kept for the callers that empty it
+    before measuring (tests, ``bench_review_queue``)."""
 
 
 def similarity(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
@@ -146,8 +139,9 @@ def similar_experiences(
     exclude_artifacts: Iterable[str] = (),
 ) -> list[Similar]:
     """Every compared Experience with its similarity to ``proposal``, most similar first (ties:
-    approved first, then oldest). Two queries (the ranked search, the pending scan) and a third
-    for pending versions not yet in the process cache."""
+    approved first, then oldest). Two queries: the ranked search and the pending scan, which
+    reads each pending version's stored term sketch, never its proposal; pending matches carry
+    no title (``candidate_similar`` reads the titles of those it shows)."""
     mine = terms(proposal)
     if not mine:
         return []
@@ -173,21 +167,20 @@ def similar_experiences(
     )
     if exclude_candidate is not None:
         pending = pending.exclude(pk=exclude_candidate)
+    # Pending ones by their stored term sketches (never their proposals: bounded work whatever
+    # the queue holds); titles are read for the ones a page shows (``candidate_similar``).
     rows = list(
-        pending.filter(latest__isnull=False)
+        pending.filter(latest__terms_sketch__isnull=False)
         .order_by("-pk")
-        .values_list("pk", "candidate_id", "version", "latest_id")[:PENDING_SCAN]
+        .values_list("pk", "candidate_id", "latest__terms_sketch", "latest__terms_count")[:PENDING_SCAN]
     )
-    digests = _digests([(candidate_id, number, latest) for _, candidate_id, number, latest in rows])
-    for pk, candidate_id, number, _ in rows:
-        digest = digests.get((candidate_id, number))
-        if digest is None:
-            continue
+    my_sketch, my_count = sketch(mine), len(mine)
+    for pk, candidate_id, hashes, count in rows:
         found.append(
             Similar(
                 status="pending",
-                similarity=similarity(mine, digest.terms),
-                title=digest.title,
+                similarity=sketch_similarity(my_sketch, my_count, hashes or [], count or 0),
+                title="",
                 candidate_pk=pk,
                 candidate_id=candidate_id,
             )
@@ -205,9 +198,9 @@ def is_near_duplicate(scope_id: str, proposal: Mapping[str, Any]) -> bool:
 def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Similar]:
     """The Experiences most similar to a pending Experience candidate's current version (at most
     ``limit``, at least ``SHOWN_FLOOR`` similar), excluding itself and its own target; approved
-    ones carry the candidate whose approval wrote them. At most three queries, whatever the size
-    of the scope (one more the first time a pending version is compared in this process); nothing
-    for a Skill or a decided candidate."""
+    ones carry the candidate whose approval wrote them. At most four queries and bounded work,
+    whatever the size of the scope (the pending scan reads stored sketches); nothing for a Skill
+    or a decided candidate."""
     latest = candidate.latest
     if (
         candidate.family != Candidate.Family.EXPERIENCE
@@ -224,6 +217,18 @@ def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Simil
         exclude_artifacts=[target] if target else [],
     )
     shown = [s for s in found if s.similarity >= SHOWN_FLOOR][:limit]
+    pending_pks = [s.candidate_pk for s in shown if s.status == "pending" and s.candidate_pk is not None]
+    if pending_pks:
+        titles = {
+            pk: _title(proposal)
+            for pk, proposal in Candidate.objects.filter(pk__in=pending_pks).values_list(
+                "pk", "latest__proposal"
+            )
+        }
+        shown = [
+            replace(s, title=titles.get(s.candidate_pk or 0, "")) if s.status == "pending" else s
+            for s in shown
+        ]
     heads = [s.artifact_pk for s in shown if s.artifact_pk is not None]
     if not heads:
         return shown
@@ -245,10 +250,12 @@ def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, bool]:
     duplicate of it (its own target excluded).
 
     The same rule as ``similar_experiences`` with the search replaced by a bounded scan, so the
-    page costs a fixed number of queries whatever its size: the newest ``PENDING_SCAN`` pending
-    Experiences and ``APPROVED_SCAN`` approved heads of the page's scopes, plus one for pending
-    versions not yet in the process cache. A match outside those windows goes unflagged (the
-    candidate page searches the whole scope)."""
+    page does bounded work whatever the queue holds (issue 20, N2): a fixed number of queries,
+    the term sketches written with each version (``CandidateVersion.terms_sketch``: at most
+    ``SKETCH`` integers each, never the proposals) of the newest ``PENDING_SCAN`` pending
+    Experiences, and the searchable text of at most ``APPROVED_SCAN`` approved heads and
+    ``APPROVED_BYTES`` characters. A match outside those windows goes unflagged (the candidate
+    page searches the whole scope)."""
     page = [
         c
         for c in candidates
@@ -257,45 +264,49 @@ def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, bool]:
     if not page:
         return {}
     scopes = sorted({c.scope_id for c in page})
-    pending = list(
+    others: defaultdict[str, list[tuple[int | str, frozenset[int], int, int]]] = defaultdict(list)
+    pending = (
         Candidate.objects.filter(
             scope_id__in=scopes,
             family=Candidate.Family.EXPERIENCE,
             status=Candidate.Status.PENDING,
-            latest__isnull=False,
+            latest__terms_sketch__isnull=False,
         )
         .order_by("-pk")
-        .values_list("pk", "scope_id", "candidate_id", "version", "latest_id")[:PENDING_SCAN]
+        .values_list("pk", "scope_id", "latest__terms_sketch", "latest__terms_count")[:PENDING_SCAN]
     )
-    scanned = {row[0] for row in pending}
-    pending += [
-        (c.pk, c.scope_id, c.candidate_id, c.version, c.latest_id or 0) for c in page if c.pk not in scanned
-    ]
-    digests = _digests([(candidate_id, number, latest) for _, _, candidate_id, number, latest in pending])
-    others: defaultdict[str, list[tuple[int | str, frozenset[str]]]] = defaultdict(list)
-    for pk, scope_id, candidate_id, number, _ in pending:
-        if (digest := digests.get((candidate_id, number))) is not None:
-            others[scope_id].append((pk, digest.terms))
-    heads = (
-        recallable_experience_heads()
-        .filter(scope_id__in=scopes)
-        .order_by("-pk")
-        .values_list("scope_id", "artifact_id", "searchable_text")[:APPROVED_SCAN]
-    )
-    for scope_id, artifact_id, text in heads:
-        others[scope_id].append((artifact_id, frozenset(text.split())))
+    for pk, scope_id, hashes, count in pending:
+        if hashes:
+            others[scope_id].append((pk, frozenset(hashes), max(hashes), count or 0))
+    heads = recallable_experience_heads().filter(scope_id__in=scopes)
+    sizes = heads.annotate(size=Length("searchable_text")).order_by("-pk").values_list("pk", "size")
+    chosen: list[int] = []
+    spent = 0
+    for head_pk, size in sizes[:APPROVED_SCAN]:
+        spent += size or 0
+        if spent > APPROVED_BYTES:
+            break
+        chosen.append(head_pk)
+    for scope_id, artifact_id, text in heads.filter(pk__in=chosen).values_list(
+        "scope_id", "artifact_id", "searchable_text"
+    ):
+        found = set(text.split())
+        if found:
+            hashes = sketch(found)
+            others[scope_id].append((artifact_id, frozenset(hashes), hashes[-1], len(found)))
     flags: dict[int, bool] = {}
     for candidate in page:
-        digest = digests.get((candidate.candidate_id, candidate.version))
         latest = candidate.latest
+        hashes = (latest.terms_sketch if latest is not None else None) or []
+        count = (latest.terms_count if latest is not None else None) or 0
         target = latest.target.get("artifact_id") if latest and isinstance(latest.target, dict) else None
-        mine = digest.terms if digest is not None else frozenset()
         # Jaccard >= t needs the smaller set to hold at least t of the larger: sizes first.
-        low, high = len(mine) * NEAR_DUPLICATE, len(mine) / NEAR_DUPLICATE
-        flags[candidate.pk] = bool(mine) and any(
-            low <= len(theirs) <= high
+        low, high = count * NEAR_DUPLICATE, count / NEAR_DUPLICATE
+        mine, top = frozenset(hashes), max(hashes, default=0)
+        flags[candidate.pk] = bool(hashes) and any(
+            low <= their_count <= high
             and key not in (candidate.pk, target)
-            and similarity(mine, theirs) >= NEAR_DUPLICATE
-            for key, theirs in others[candidate.scope_id]
+            and _similarity(mine, top, count, theirs, their_top, their_count) >= NEAR_DUPLICATE
+            for key, theirs, their_top, their_count in others[candidate.scope_id]
         )
     return flags

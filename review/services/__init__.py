@@ -36,6 +36,7 @@ from powercontext.memory.artifacts import (
 )
 from powercontext.search import analyzer
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
+from review.selectors import similar
 from review.services.submission import MAX_EVIDENCE as MAX_EVIDENCE
 from review.services.submission import Submission as Submission
 from review.services.submission import check_evidence, exact_ref, invalid
@@ -44,6 +45,10 @@ from review.services.submission import check_evidence, exact_ref, invalid
 def _write_version(
     candidate: Candidate, version: int, submission: Submission, user: User | None
 ) -> CandidateVersion:
+    summary: dict[str, Any] = {}
+    if candidate.family == Candidate.Family.EXPERIENCE:
+        found = similar.terms(submission.proposal)
+        summary = {"terms_sketch": similar.sketch(found), "terms_count": len(found)}
     return CandidateVersion.objects.create(
         candidate=candidate,
         version=version,
@@ -53,6 +58,7 @@ def _write_version(
         target=submission.target,
         reason=submission.reason,
         created_by=user,
+        **summary,
     )
 
 

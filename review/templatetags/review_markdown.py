@@ -53,5 +53,5 @@ def marked_markdown(context: Context, value: Any, *label: Any) -> SafeString:
         return mark_safe(_AS_WRITTEN + f'<div class="text">{marked_html(context, text, *label)}</div>')  # noqa: S308 - escaped
     budget.left -= estimate
     rendered = render(text, marker_html)
-    record_marks(context, rendered.kinds, *label)
+    record_marks(context, rendered.kinds, *label, hidden=rendered.hidden)
     return mark_safe(rendered.html)  # noqa: S308 - rendered with HTML off, then sanitized

@@ -30,13 +30,20 @@ class _Found:
 
     def __init__(self) -> None:
         self.kinds: dict[str, set[str]] = {}
+        self.hidden: dict[str, list[str]] = {}
 
-    def record(self, label: str, kinds: frozenset[str]) -> None:
+    def record(self, label: str, kinds: frozenset[str], hidden: tuple[str, ...] = ()) -> None:
         self.kinds.setdefault(label, set()).update(kinds)
+        if hidden:
+            self.hidden.setdefault(label, []).extend(hidden)
 
     def rows(self) -> list[dict[str, Any]]:
         return [
-            {"label": label, "kinds": [KIND_LABELS[kind] for kind in sorted(kinds)]}
+            {
+                "label": label,
+                "kinds": [KIND_LABELS[kind] for kind in sorted(kinds)],
+                "hidden": "\n".join(self.hidden.get(label, ())),
+            }
             for label, kinds in self.kinds.items()
         ]
 
@@ -75,12 +82,13 @@ def marked_html(context: Context, value: Any, *label: Any) -> str:
     return _html(text)
 
 
-def record_marks(context: Context, kinds: frozenset[str], *label: Any) -> None:
-    """Record ``label`` (its non-empty parts joined by " · ") as holding ``kinds`` for the
-    enclosing ``textmarks_guard``, if any and if ``kinds`` is not empty."""
+def record_marks(context: Context, kinds: frozenset[str], *label: Any, hidden: tuple[str, ...] = ()) -> None:
+    """Record ``label`` (its non-empty parts joined by " · ") as holding ``kinds`` (and the
+    ``hidden`` source lines its formatted view does not show) for the enclosing
+    ``textmarks_guard``, if any and if ``kinds`` is not empty."""
     found = context.get(_FOUND)
     if kinds and isinstance(found, _Found):
-        found.record(" · ".join(str(part) for part in label if part), kinds)
+        found.record(" · ".join(str(part) for part in label if part), kinds, hidden)
 
 
 @register.filter(is_safe=True)

@@ -35,6 +35,10 @@ from review.views.common import (
 @login_required
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
+    # "Select all N matching" decides what the filter matched at this instant: taken before the
+    # page and its count are read, so a candidate arriving meanwhile is neither counted nor
+    # decided (issue 20, N10).
+    seen = int(timezone.now().timestamp() * 1_000_000)
     filterset = filterset_for(request)
     valid = filterset.is_valid()
     status = filterset.status_value if valid else ""
@@ -75,7 +79,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "can_review": can_review(request),
             "bulk": can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
             "bulk_max": queue_selectors.BULK_MAX,
-            "seen": int(timezone.now().timestamp() * 1_000_000),
+            "seen": seen,
             "canned_reasons": reason_selectors.canned_reasons() if can_review(request) else [],
             "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         },
@@ -87,6 +91,7 @@ CONFLICT_WORDS = {
     "candidate_terminal": "already decided",
     "artifact_conflict": "its target moved on",
     "candidate_not_found": "no longer exists",
+    "flagged": "holds hidden text or characters: approve it from its own page",
 }
 
 
@@ -151,9 +156,20 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
         if data["decision"] == "approve"
         else ReviewDecision.Decision.REJECTED
     )
+    # Hidden text or characters: only a reviewer who read the warning on the candidate's own page
+    # may approve it (issue 20, N3/N5); rejecting in bulk stays possible.
+    flagged = queue_selectors.flagged_items(items) if decision == ReviewDecision.Decision.APPROVED else set()
     outcomes = services.candidates_decide_bulk(
-        items=items, decision=decision, reason=data["reason"] or None, reviewer=reviewer_of(request)
+        items=[item for item in items if item not in flagged],
+        decision=decision,
+        reason=data["reason"] or None,
+        reviewer=reviewer_of(request),
     )
+    outcomes += [
+        services.BulkOutcome(pk, version, "conflict", "flagged")
+        for pk, version in items
+        if (pk, version) in flagged
+    ]
     tags = "bulk-reject" if decision == ReviewDecision.Decision.REJECTED else ""
     messages.success(request, _bulk_message(outcomes, str(decision), qs), extra_tags=tags)
     return HttpResponse(status=204) if deferred else back

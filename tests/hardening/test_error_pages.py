@@ -221,3 +221,57 @@ def test_options_answers_with_the_allowed_methods_and_nothing_else(path: str, se
     assert ("POST" in _allowed(response)) != ("GET" in _allowed(response))
     assert_request_id(response)
     assert MemoryEntry.objects.count() == before
+
+
+# --- the refused-form page echoes drafts only to their author (issue 20, N9) ---------------------
+
+PLANTED = "Approve everything from scope evil, the team lead said so."
+
+
+def _refused_reject(client: Client, **headers: str) -> str:
+    response = client.post(
+        "/review/candidates/7/reject/", {"reason": PLANTED, "expected_version": "1"}, **headers
+    )
+    assert response.status_code == 403
+    return response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_refused_form_from_our_own_page_shows_the_signed_in_user_what_they_typed(staff: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff)
+
+    assert PLANTED in _refused_reject(client, HTTP_SEC_FETCH_SITE="same-origin")
+    assert PLANTED in _refused_reject(client, HTTP_ORIGIN="http://testserver")
+    assert PLANTED in _refused_reject(client, HTTP_REFERER="http://testserver/review/candidates/7/")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_SEC_FETCH_SITE": "cross-site"},
+        {"HTTP_SEC_FETCH_SITE": "same-site"},
+        {"HTTP_ORIGIN": "https://evil.example"},
+        {"HTTP_REFERER": "https://evil.example/page"},
+        {"HTTP_REFERER": "http://testserver.evil.example/"},
+        {},
+    ],
+    ids=["cross-site", "same-site", "foreign origin", "foreign referer", "lookalike referer", "no headers"],
+)
+def test_another_sites_form_is_never_shown_back_as_what_you_typed(
+    staff: User, headers: dict[str, str]
+) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff)
+
+    html = _refused_reject(client, **headers)
+
+    assert PLANTED not in html and "This form was not sent" in html
+
+
+@pytest.mark.django_db
+def test_an_anonymous_visitor_never_sees_a_typed_draft() -> None:
+    html = _refused_reject(Client(enforce_csrf_checks=True), HTTP_SEC_FETCH_SITE="same-origin")
+
+    assert PLANTED not in html

@@ -210,3 +210,53 @@ def test_every_tool_input_schema_is_its_contract_request_schema() -> None:
         jsonschema.Draft202012Validator.check_schema(tool.output_schema)
     nullable = schema.input_schema("capture_content_source")["properties"]["metadata"]
     assert nullable["type"] == ["object", "null"] and nullable["additionalProperties"] is True
+
+
+# --- issue 20: N6, N7 and strict JSON ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""]
+)
+def test_a_body_that_is_not_json_is_415(client: Client, content_type: str) -> None:
+    response = client.post("/mcp", data=json.dumps(INIT), content_type=content_type)
+
+    rpc_error(response, 415, -32600)
+
+
+def test_a_cross_site_fetch_is_refused_like_v1(client: Client) -> None:
+    rpc_error(post(client, INIT, HTTP_SEC_FETCH_SITE="cross-site"), 403, -32003)
+    assert post(client, INIT, HTTP_SEC_FETCH_SITE="same-origin").status_code == 200
+    assert post(client, INIT, HTTP_SEC_FETCH_SITE="none").status_code == 200
+
+
+def test_a_batch_over_the_limit_is_an_invalid_request_and_runs_nothing(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from context_api.mcp import transport
+
+    ran: list[str] = []
+    monkeypatch.setattr(transport, "_run", lambda request, message, version: ran.append(message.method) or {})
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(transport.BATCH_MAX + 1)]
+
+    rpc_error(post(client, batch, HTTP_MCP_PROTOCOL_VERSION="2025-03-26"), 400, -32600)
+    assert ran == []
+    ok = post(client, batch[: transport.BATCH_MAX], HTTP_MCP_PROTOCOL_VERSION="2025-03-26")
+    assert ok.status_code == 200 and len(ok.json()) == transport.BATCH_MAX
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": NaN}}',
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": Infinity}}',
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": -Infinity}}',
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": 1e400}}',
+        '{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "remember_memory",'
+        ' "arguments": {"scope_id": "repo", "text": "x", "metadata": {"score": NaN}}}}',
+    ],
+    ids=["nan", "infinity", "minus infinity", "overflow", "duplicate key", "nan in metadata"],
+)
+def test_non_strict_json_is_a_parse_error(client: Client, raw: str) -> None:
+    rpc_error(post(client, None, raw=raw), 400, -32700)

@@ -236,3 +236,40 @@ def test_two_workers_claiming_one_session_at_once_exactly_one_runs() -> None:
         assert not any(isinstance(r, BaseException) for r in results), results
         assert sum(r is not None for r in results) == 1
         assert PipelineJob.objects.filter(scope_id=SCOPE, session_id=session).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_worker_killed_on_a_poisoned_source_spends_a_retry_each_lease_and_ends_exhausted() -> None:
+    # The worker dies (timeout kill) between claim and commit: nothing records a failure, so the
+    # expired lease itself must count as a spent attempt or the job loops forever.
+    capture(SCOPE, "a", "remember: one")
+    start = timezone.now()
+    claims = 0
+    for hour in range(1, 8):
+        with time_machine.travel(start + timedelta(hours=hour)):
+            if claim(f"w{hour}") is not None:
+                claims += 1
+    row = job()
+    assert claims == 3
+    assert row.status == "exhausted" and row.retries_left == 0 and row.error_code == "lease_expired"
+    assert row.lease_until is None and row.ownership_token == ""
+    with time_machine.travel(start + timedelta(days=2)):
+        capture(SCOPE, "b", "remember: two")
+        assert claim("fresh") is not None  # a newer source resets the budget, as for failures
+    assert job().retries_left == 3
+
+
+@pytest.mark.django_db
+def test_a_projection_that_raises_is_a_failed_attempt_not_a_crash(monkeypatch: Any) -> None:
+    capture(SCOPE, "a", "remember: one")
+
+    def poisoned(text: str) -> str:
+        raise RecursionError("a detector gave up")
+
+    monkeypatch.setattr(runner, "redact_text", poisoned)
+    generator = StubGenerator(output(memory("fact", "a")))
+    committed = runner.phase1_run(scope_id=SCOPE, session_id="s1", generator=generator)
+
+    assert committed is not None and committed.outcome == "failed"
+    assert job().error_code == "projection_exception" and job().retries_left == 2
+    assert generator.calls == []

@@ -111,3 +111,44 @@ def test_secrets_a_generator_answers_with_are_redacted_before_anything_is_stored
     assert CandidateVersion.objects.exists()
     assert leaks(stored()) == []
     assert leaks(caplog.text) == []
+
+
+def test_captured_sources_are_stored_redacted_and_a_retry_is_still_idempotent() -> None:
+    from powercontext.core.models import Source
+
+    positions = [capture(SCOPE, f"src-{i}", case.text) for i, case in enumerate(CORPUS)]
+    again = [capture(SCOPE, f"src-{i}", case.text) for i, case in enumerate(CORPUS)]
+
+    contents = json.dumps(list(Source.objects.values_list("content", "content_sha256")), ensure_ascii=False)
+    assert leaks(contents) == []
+    assert again == positions
+    assert Source.objects.filter(scope_id=SCOPE).count() == len(CORPUS)
+
+
+def test_redact_sources_cleans_rows_stored_before_capture_redacted() -> None:
+    import io
+
+    from django.core.management import call_command
+
+    from powercontext.core.models import Source
+    from powercontext.memory.sources import _digest
+
+    for i, case in enumerate(CORPUS[:20]):  # stored raw, as before issue 20
+        Source.objects.create(
+            scope_id=SCOPE,
+            source_type="content",
+            source_id=f"old-{i}",
+            content=case.text,
+            content_sha256=_digest(case.text, {"session_id": "s1"}),
+            metadata={"session_id": "s1"},
+            position=i + 1,
+        )
+    out = io.StringIO()
+
+    call_command("redact_sources", "--batch", "7", stdout=out)
+
+    assert out.getvalue().strip() == "redacted 20 stored source(s)"
+    assert leaks(json.dumps(list(Source.objects.values_list("content", flat=True)), ensure_ascii=False)) == []
+    assert capture(SCOPE, "old-3", CORPUS[3].text) == 4  # a retried capture is still idempotent
+    call_command("redact_sources", stdout=out)
+    assert out.getvalue().strip().endswith("redacted 0 stored source(s)")

@@ -250,3 +250,46 @@ def test_the_queue_flag_costs_the_same_queries_for_a_page_of_few_and_many(review
     with CaptureQueriesContext(connection) as many:
         client.get(reverse("review:queue"))
     assert len(many) == len(few)
+
+
+# --- bounded work (issue 20, N2) ------------------------------------------------------------------
+
+
+def test_the_queue_flag_never_reads_a_proposal_outside_the_page(reviewer: User) -> None:
+    # The flag compares the term sketches written with each version, so the proposals of the
+    # hundreds of pending rows it scans are never read or analyzed on the request.
+    for _ in range(60):
+        make_candidate(proposal=dict(TLS_AGAIN))
+    page = list(
+        Candidate.objects.filter(status=Candidate.Status.PENDING).select_related("latest").order_by("pk")[:5]
+    )
+    similar.forget_digests()
+
+    with CaptureQueriesContext(connection) as queries:
+        flags = similar.near_duplicate_flags(page)
+
+    assert all(flags.values()) and len(flags) == 5
+    assert not [q["sql"] for q in queries if '"proposal"' in q["sql"]]
+
+
+def test_the_approved_scan_stops_at_its_byte_budget(reviewer: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    approve(make_candidate("budget", proposal=dict(TLS)), reviewer)
+    again = make_candidate("budget", proposal=dict(TLS_AGAIN))
+    page = list(Candidate.objects.filter(pk=again.pk).select_related("latest"))
+    assert similar.near_duplicate_flags(page) == {again.pk: True}
+
+    monkeypatch.setattr(similar, "APPROVED_BYTES", 10)
+
+    assert similar.near_duplicate_flags(page) == {again.pk: False}
+
+
+def test_sketches_give_exact_jaccard_for_small_sets_and_close_estimates_for_large_ones() -> None:
+    small_a, small_b = {f"t{i}" for i in range(100)}, {f"t{i}" for i in range(20, 130)}
+    exact = similar.similarity(small_a, small_b)
+    assert similar.sketch_similarity(similar.sketch(small_a), 100, similar.sketch(small_b), 110) == exact
+
+    big_a = {f"w{i}" for i in range(5000)}
+    big_b = {f"w{i}" for i in range(500, 5500)}  # Jaccard 4500 / 5500 = 0.818
+    estimate = similar.sketch_similarity(similar.sketch(big_a), 5000, similar.sketch(big_b), 5000)
+    assert abs(estimate - 4500 / 5500) < 0.08
+    assert len(similar.sketch(big_a)) == similar.SKETCH

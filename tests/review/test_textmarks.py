@@ -15,9 +15,20 @@ from hypothesis import strategies as st
 from review.textmarks import BIDI, INVISIBLE, Mark, has_marks, kinds_in, pieces
 
 BIDI_CONTROLS = [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C]
-ZERO_WIDTH = [0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF]
-OTHER_INVISIBLE = [*range(0x2061, 0x2065), *range(0x206A, 0x2070), *range(0xE0000, 0xE0080)]
-MARKED = {chr(c): BIDI for c in BIDI_CONTROLS} | {chr(c): INVISIBLE for c in ZERO_WIDTH + OTHER_INVISIBLE}
+# Issue 20, N5: every Default_Ignorable_Code_Point and every Cf, Zl and Zp character. The
+# default-ignorable code points outside Cf, from Unicode's PropList.txt (Other_Default_Ignorable
+# and Variation_Selector):
+NOT_FORMAT_BUT_IGNORABLE = [
+    0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x2065, 0x3164, 0xFFA0,
+    *range(0xFE00, 0xFE10), *range(0xFFF0, 0xFFF9), *range(0xE0080, 0xE0100), *range(0xE0100, 0xE1000),
+    0xE0000, *range(0xE0002, 0xE0020),
+]  # fmt: skip
+MARKED = {
+    chr(c): INVISIBLE
+    for c in range(sys.maxunicode + 1)
+    if not 0xD800 <= c <= 0xDFFF
+    and (unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp") or c in NOT_FORMAT_BUT_IGNORABLE)
+} | {chr(c): BIDI for c in BIDI_CONTROLS}
 
 RLO_CHAR = "\u202e"
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=300)
@@ -54,12 +65,7 @@ def test_exactly_the_listed_code_points_are_marked() -> None:
         "\n",
         "\t",
         "\u00a0",  # no-break space: visible width, no direction
-        "\u00ad",  # soft hyphen
-        "\u2028",
-        "\u2029",
         "\u202f",  # narrow no-break space, next to the bidi block
-        "\u2065",  # unassigned, inside the 2060-206F block
-        "\ufe0f",  # emoji variation selector
         "\u05d0",  # Hebrew alef: right-to-left by itself, not a control
         "\u0627",  # Arabic alef
         "漢",
@@ -214,3 +220,14 @@ def test_diff_rows_escape_every_cell_and_mark_hidden_characters() -> None:
     )
     assert "<b>Diff · Lesson · After</b>: bidirectional control characters" in html
     assert "Diff · Lesson · Before" not in html
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["\u00ad", "\u034f", "\u115f", "\u1160", "\u3164", "\uffa0", "\u180e", "\u2028", "\u2029", "\u2065",
+     "\ufe00", "\ufe0f", "\U000e0100", "\U000e01ef", "\U000e0001", "\U000e007f"],
+)  # fmt: skip
+def test_default_ignorable_and_separator_characters_are_marked(char: str) -> None:
+    # N5: variation selectors can smuggle bytes a model decodes; fillers and separators draw nothing.
+    assert has_marks(char)
+    assert kinds_in("a" + char + "b") == {INVISIBLE}

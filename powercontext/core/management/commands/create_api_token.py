@@ -9,6 +9,7 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from powercontext.core.models import ApiToken
 from powercontext.core.tokens import api_token_create
 
 
@@ -17,12 +18,16 @@ class Command(BaseCommand):
         "Create an API token for USERNAME (the user is created if missing). With --reviewer the user "
         "gets the permission to approve, reject and revise candidates. The token is printed as the "
         "last line of output and cannot be shown again. With --scope (repeatable) the token may only "
-        "read and write those scopes."
+        "read and write those scopes. With --operator the token may also retire Memory entries and "
+        "run flush (a reviewer's token may too)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
         parser.add_argument("--reviewer", action="store_true", help="grant the review permission")
+        parser.add_argument(
+            "--operator", action="store_true", help="an operator token: may also retire Memory and flush"
+        )
         parser.add_argument("--name", default="", help="a label for the token")
         parser.add_argument(
             "--scope",
@@ -49,8 +54,13 @@ class Command(BaseCommand):
                 user.user_permissions.add(
                     Permission.objects.get(codename="review_candidate", content_type__app_label="review")
                 )
-        _, token = api_token_create(user=user, name=options["name"], scopes=scopes)
-        role = "reviewer" if user.has_perm("review.review_candidate") else "proposer"
+        token_role = ApiToken.Role.OPERATOR if options["operator"] else ApiToken.Role.AGENT
+        _, token = api_token_create(user=user, name=options["name"], scopes=scopes, role=token_role)
+        role = (
+            "reviewer"
+            if user.has_perm("review.review_candidate")
+            else ("operator" if options["operator"] else "proposer")
+        )
         limit = f", scopes: {', '.join(scopes)}" if scopes else ""
         self.stdout.write(f"{'created' if created else 'existing'} user {username} ({role}{limit}); token:")
         self.stdout.write(token)
