@@ -6,7 +6,6 @@ from typing import Any
 
 from celery import Celery
 from celery.beat import PersistentScheduler
-from django.db import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
 
@@ -14,14 +13,12 @@ app = Celery("powercontext")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Every task is idempotent work: redelivered after a worker crash, retried with backoff while the
-# database is down.
-TASK_OPTIONS: dict[str, Any] = {
-    "acks_late": True,
-    "autoretry_for": (OperationalError,),
-    "retry_backoff": True,
-    "max_retries": 3,
-}
+# Every task is idempotent work, redelivered after a worker crash. No retries with backoff: a
+# retry is a countdown message that the worker holds unacknowledged until it is due, and with
+# celery/kombu 5.7.0 a broker restart while a worker holds one ends the worker. The database is
+# the queue of record: a task that failed (the database was down) is found again by the beat
+# sweeps (pipeline scan, embed sweep); rebuilds and verifies are rerun by the operator.
+TASK_OPTIONS: dict[str, Any] = {"acks_late": True}
 
 
 class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]

@@ -310,7 +310,20 @@ REST_FRAMEWORK = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip()
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
+# No result backend by default: nothing reads task results, and a backend makes every publish
+# subscribe to it (a web request then waits on the broker's reconnect loop during an outage).
+# Setting one (tests that call result.get()) stores results again.
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None
+CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
+# Workers keep reconnecting to the broker for as long as it is down (the default gives up after
+# 100 attempts), at start-up too.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# The web tier's after-commit publish (powercontext/core/broker.py): connect/socket timeout in
+# seconds, no retries, and how long publishing is skipped after a failure. The database is the
+# queue of record; the beat sweeps catch up on whatever was not published.
+POWERCONTEXT_BROKER_PUBLISH_TIMEOUT = float(os.environ.get("POWERCONTEXT_BROKER_PUBLISH_TIMEOUT", "0.25"))
+POWERCONTEXT_BROKER_BACKOFF_SECONDS = _env_int("POWERCONTEXT_BROKER_BACKOFF_SECONDS", 5)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
