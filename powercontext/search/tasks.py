@@ -12,6 +12,7 @@ from celery import shared_task
 
 from powercontext import search
 from powercontext.celery import TASK_OPTIONS
+from powercontext.core import broker
 from powercontext.search import embedding, pending
 
 
@@ -34,7 +35,8 @@ def embed_pending(scope_id: str) -> dict[str, Any]:
     again while a gap remains. Idempotent: the gap is re-read from the database each run."""
     run = pending.embed_pending(scope_id, max_batches=pending.TASK_BATCHES)
     if run.remaining:
-        embed_pending.delay(scope_id)
+        # Bounded, never retried: with the broker down the sweep picks the scope up again.
+        broker.publish(embed_pending, (scope_id,))
     return {"embedded": run.written, "remaining": run.remaining}
 
 
