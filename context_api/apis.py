@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from context_api.auth import authenticate
+from context_api.errors import retry_after
 from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
 from context_api.operations import stats as stats_operations
@@ -100,7 +101,9 @@ class ReadinessApi(APIView):
         }
         ready = reachable and migrated
         return Response(
-            {"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503
+            {"status": "ready" if ready else "not_ready", "checks": checks},
+            status=200 if ready else 503,
+            headers=None if ready else retry_after(),
         )
 
 

@@ -207,7 +207,21 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     )
     _db.setdefault("TEST", {})
     _db["TEST"].setdefault("NAME", str(DATA_DIR / "test-powercontext.sqlite3"))
+if _db["ENGINE"] == "django.db.backends.postgresql":
+    # A database that is down or hung fails a request within bounds instead of holding a worker:
+    # connecting gives up after POWERCONTEXT_DB_CONNECT_TIMEOUT seconds, a statement after
+    # POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS (0: no limit; e.g. for a long `migrate`). Values set
+    # in DATABASE_URL's query string win. docs/operations.md "Database timeouts".
+    _db.setdefault("OPTIONS", {})
+    _db["OPTIONS"].setdefault("connect_timeout", _env_int("POWERCONTEXT_DB_CONNECT_TIMEOUT", 5, minimum=1))
+    _statement_ms = _env_int("POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000)
+    if _statement_ms and "statement_timeout" not in str(_db["OPTIONS"].get("options", "")):
+        _db["OPTIONS"]["options"] = (
+            f"{_db['OPTIONS'].get('options', '')} -c statement_timeout={_statement_ms}".strip()
+        )
 DATABASES = {"default": _db}
+# Seconds a client is told to wait (Retry-After) when a 503 says the database is unavailable.
+POWERCONTEXT_RETRY_AFTER_SECONDS = _env_int("POWERCONTEXT_RETRY_AFTER_SECONDS", 5, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -69,6 +69,10 @@ class RequestRecordFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         name = record.name
+        if name == "django.request" and getattr(record, "status_code", None) == 503:
+            # A 503 is a refusal the service already logged once with its cause (database
+            # unavailable, not ready): no second line, and no traceback per refused request.
+            return False
         if name == "django.request":
             self._rewrite_request(record)
         elif name == "django.security.csrf":
