@@ -5,6 +5,9 @@ domain exceptions mapped in ``errors``."""
 
 from __future__ import annotations
 
+import logging
+
+from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from rest_framework.request import Request
@@ -18,10 +21,13 @@ from context_api.operations import Operation
 from context_api.operations import stats as stats_operations
 from context_api.validation import parse_json_object, read_body
 from powercontext import search
+from powercontext.core import heartbeat
 from powercontext.core.families import Family
 from powercontext.memory.sources import CONTENT_SOURCE_TYPE
 from powercontext.pipeline import generators
 from powercontext.prepare.builder import SCHEMA
+
+logger = logging.getLogger("powercontext.health")
 
 
 class OperationApi(V1Api):
@@ -89,17 +95,32 @@ def _database_ready() -> tuple[bool, bool]:
     return True, _migrated
 
 
+def _database_writable() -> bool:
+    """One small write in its own transaction, bounded by POWERCONTEXT_READY_TIMEOUT_MS on
+    PostgreSQL: a full disk, a read-only replica or a lock pile-up make the probe fail."""
+    try:
+        heartbeat.write_probe(timeout_ms=settings.POWERCONTEXT_READY_TIMEOUT_MS)
+    except Exception as exc:
+        logger.warning("readiness write failed error_class=%s", type(exc).__name__)
+        return False
+    return True
+
+
 class ReadinessApi(APIView):
+    """Can this process serve? The database answers, accepts a write and is migrated."""
+
     authentication_classes = ()
     permission_classes = ()
 
     def get(self, request: Request) -> Response:
         reachable, migrated = _database_ready()
+        writable = reachable and migrated and _database_writable()
         checks = {
             "database": "ready" if reachable else "unreachable",
             "migrations": "ready" if migrated else ("unknown" if not reachable else "pending"),
+            "writes": "ready" if writable else ("unknown" if not (reachable and migrated) else "failing"),
         }
-        ready = reachable and migrated
+        ready = reachable and migrated and writable
         return Response(
             {"status": "ready" if ready else "not_ready", "checks": checks},
             status=200 if ready else 503,

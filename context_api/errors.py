@@ -30,10 +30,6 @@ def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> 
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-# 503s answered because the database was unavailable, by exception class (read by /metrics).
-unavailable_counts: dict[str, int] = {}
-
-
 def retry_after() -> dict[str, str]:
     """The header every 503 carries: when a client may try again (seconds)."""
     return {"Retry-After": str(settings.POWERCONTEXT_RETRY_AFTER_SECONDS)}
@@ -71,7 +67,6 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
     if isinstance(exc, DatabaseError) and _is_unavailable(exc):
         # One line per refused request; Django's own 503 record is dropped by the log filter.
         logger.warning("database unavailable error_class=%s", type(exc).__name__)
-        unavailable_counts[type(exc).__name__] = unavailable_counts.get(type(exc).__name__, 0) + 1
         not_ready = RuntimeNotReady()
         return 503, envelope(not_ready.code, not_ready.message, None), retry_after()
     logger.error("unhandled error error_class=%s", type(exc).__name__)
@@ -220,7 +215,6 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if database_unavailable(exc):
         assert exc is not None
         logger.warning("database unavailable error_class=%s", type(exc).__name__)
-        unavailable_counts[type(exc).__name__] = unavailable_counts.get(type(exc).__name__, 0) + 1
         answer = UNAVAILABLE
     try:
         response = _answer(request, answer, request_context=False)

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from celery.beat import PersistentScheduler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
@@ -29,3 +29,19 @@ class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]
     def setup_schedule(self) -> None:
         Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
         super().setup_schedule()
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
+    # Every worker writes a heartbeat row (powercontext.core.heartbeat), so a dead worker shows
+    # in the health detail view and /metrics within one period.
+    from powercontext.core import heartbeat
+
+    heartbeat.start_worker_heartbeat(getattr(sender, "hostname", None) or "worker")
+
+
+@signals.worker_shutdown.connect
+def _stop_heartbeat(sender: Any = None, **kwargs: Any) -> None:
+    from powercontext.core import heartbeat
+
+    heartbeat.stop_worker_heartbeat()

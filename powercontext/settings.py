@@ -112,7 +112,7 @@ SESSION_COOKIE_SECURE = _env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = _env_bool("CSRF_COOKIE_SECURE", False)
 SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", False)
 # Health probes reach app servers directly over plain HTTP (load balancers, orchestrators).
-SECURE_REDIRECT_EXEMPT = [r"^health/"]
+SECURE_REDIRECT_EXEMPT = [r"^health/", r"^metrics$"]
 SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
@@ -220,6 +220,21 @@ if _db["ENGINE"] == "django.db.backends.postgresql":
             f"{_db['OPTIONS'].get('options', '')} -c statement_timeout={_statement_ms}".strip()
         )
 DATABASES = {"default": _db}
+# /health/ready's write check gives up after this many milliseconds (PostgreSQL).
+POWERCONTEXT_READY_TIMEOUT_MS = _env_int("POWERCONTEXT_READY_TIMEOUT_MS", 2000, minimum=1)
+# Celery workers write a heartbeat row this often; the health detail view and /metrics call a
+# worker stale after one period without one.
+POWERCONTEXT_WORKER_HEARTBEAT_SECONDS = _env_int("POWERCONTEXT_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
+# Operators: GET /health/detail and GET /metrics take `Authorization: Bearer <this token>`
+# (the detail view also a staff log-in). Unset: /metrics is refused (docs/operations.md).
+_operator_token_file = os.environ.get("POWERCONTEXT_OPERATOR_TOKEN_FILE", "").strip()
+POWERCONTEXT_OPERATOR_TOKEN = (
+    _read_secret_file(Path(_operator_token_file), "POWERCONTEXT_OPERATOR_TOKEN_FILE")
+    if _operator_token_file
+    else os.environ.get("POWERCONTEXT_OPERATOR_TOKEN", "").strip()
+)
+# Request metrics (counters and histograms per route): on unless false (docs/operations.md).
+POWERCONTEXT_METRICS = _env_bool("POWERCONTEXT_METRICS", True)
 # Seconds a client is told to wait (Retry-After) when a 503 says the database is unavailable.
 POWERCONTEXT_RETRY_AFTER_SECONDS = _env_int("POWERCONTEXT_RETRY_AFTER_SECONDS", 5, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

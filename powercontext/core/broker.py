@@ -35,6 +35,37 @@ _down_until = float("-inf")
 counts = {"sent": 0, "failed": 0, "skipped": 0}
 
 
+def _options(timeout: float) -> dict[str, Any]:
+    return {
+        "socket_connect_timeout": timeout,
+        "socket_timeout": timeout,
+        "retry_on_timeout": False,
+        "max_retries": 0,  # kombu's ensure_connection: fail at once
+    }
+
+
+def queue_depths(queues: tuple[str, ...]) -> dict[str, int] | None:
+    """Messages waiting per queue, or None when the broker does not answer (bounded like a
+    publish). A queue the broker has never seen counts 0."""
+    from powercontext.celery import app
+
+    timeout = float(settings.POWERCONTEXT_BROKER_PUBLISH_TIMEOUT)
+    depths: dict[str, int] = {}
+    try:
+        with app.connection_for_write(connect_timeout=timeout, transport_options=_options(timeout)) as conn:
+            conn.ensure_connection(max_retries=1)
+            channel = conn.default_channel
+            for queue in queues:
+                try:
+                    depths[queue] = int(channel.queue_declare(queue=queue, passive=True).message_count)
+                except conn.channel_errors:
+                    depths[queue] = 0
+    except Exception as exc:
+        logger.info("broker check failed error_class=%s", type(exc).__name__)
+        return None
+    return depths
+
+
 def publish(task: Any, args: tuple[Any, ...]) -> bool:
     """Send ``task(*args)`` now; False (logged, never raised) when the broker is unavailable."""
     global _down_until
@@ -44,14 +75,10 @@ def publish(task: Any, args: tuple[Any, ...]) -> bool:
             counts["skipped"] += 1
             return False
     timeout = float(settings.POWERCONTEXT_BROKER_PUBLISH_TIMEOUT)
-    options = {
-        "socket_connect_timeout": timeout,
-        "socket_timeout": timeout,
-        "retry_on_timeout": False,
-        "max_retries": 0,  # kombu's ensure_connection: fail at once
-    }
     try:
-        with task.app.connection_for_write(connect_timeout=timeout, transport_options=options) as conn:
+        with task.app.connection_for_write(
+            connect_timeout=timeout, transport_options=_options(timeout)
+        ) as conn:
             task.apply_async(args, connection=conn, retry=False, ignore_result=True)
     except Exception as exc:
         with _lock:
