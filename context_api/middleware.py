@@ -10,6 +10,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 
 from context_api import metrics
+from powercontext.core.log_format import request_id_var
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 logger = logging.getLogger("powercontext.access")
@@ -28,6 +29,13 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = secrets.token_hex(8)
         request.powercontext_request_id = request_id  # type: ignore[attr-defined]
+        token = request_id_var.set(request_id)
+        try:
+            return self._respond(request, request_id)
+        finally:
+            request_id_var.reset(token)
+
+    def _respond(self, request: HttpRequest, request_id: str) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request_id

@@ -443,15 +443,33 @@ else:
 # Nothing untrusted (queries, snippets, scope ids, entry ids, bodies) is ever logged; the
 # request logger writes method, route name, status and latency only.
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+# plain (default) or json: one JSON object per line (time, level, logger, request_id, message).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower() or "plain"
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
+# Celery workers and beat log through the handler above (privacy filter included) instead of
+# replacing the root logger's handlers with their own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Django's request and security records carry paths (with ids), rejected Hosts and Origins,
     # and exception messages: every record that reaches a handler passes this rewrite first.
-    "filters": {"request_privacy": {"()": "powercontext.core.log_privacy.RequestRecordFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {
+        "request_privacy": {"()": "powercontext.core.log_privacy.RequestRecordFilter"},
+        # The request id (X-PowerContext-Request-ID) on every line written while serving one.
+        "request_id": {"()": "powercontext.core.log_format.RequestIdFilter"},
+    },
+    "formatters": {
+        "plain": {"format": "%(asctime)s [%(request_id)s] %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "powercontext.core.log_format.JsonFormatter"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_privacy"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_privacy", "request_id"],
+        }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
