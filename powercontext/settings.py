@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -401,18 +402,27 @@ POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = _env_int(
 # not in the working directory (a checkout). `celery beat -s PATH` still overrides it.
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "powercontext.celery:DataDirScheduler"
+# Beat's periodic tasks go to their own queue, so a backlog of embedding or pipeline jobs never
+# delays the sweeps that find lost work. A worker started without -Q consumes both queues;
+# `-Q periodic` / `-Q celery` split them across workers (docs/operations.md).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("periodic", routing_key="periodic"))
+_PERIODIC = {"queue": "periodic", "routing_key": "periodic"}
 CELERY_BEAT_SCHEDULE = {
     "pipeline-scan": {
         "task": "powercontext.pipeline_scan",
         "schedule": float(POWERCONTEXT_PIPELINE_SCAN_SECONDS),
+        "options": _PERIODIC,
     },
     "embed-pending-sweep": {
         "task": "powercontext.embed_pending_sweep",
         "schedule": float(POWERCONTEXT_EMBED_SWEEP_SECONDS),
+        "options": _PERIODIC,
     },
     "prepare-aggregates-prune": {
         "task": "powercontext.prune_prepare_aggregates",
         "schedule": 3600.0,
+        "options": _PERIODIC,
     },
 }
 
