@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from powercontext.core.models import MemoryEntryVector
 from powercontext.core.tokens import api_token_create
@@ -37,6 +38,7 @@ from tests.review.factories import make_candidate, make_reviewer, make_source
 
 SCOPE = "broker-fault"
 OUTAGE_SECONDS = 8.0
+OPERATOR_TOKEN = "operator-token-broker-fault-test"
 A_KEY = "a-broker-fault-test-secret-key-" + "0123456789abcdef" * 3
 
 
@@ -44,6 +46,8 @@ A_KEY = "a-broker-fault-test-secret-key-" + "0123456789abcdef" * 3
 def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     redis = RedisServer(tmp_path)
     redis.start()
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "DJANGO_SETTINGS_MODULE": "powercontext.settings",
@@ -54,6 +58,10 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
         "POWERCONTEXT_EMBED_WRITES": "async",
         "POWERCONTEXT_EMBED_SWEEP_SECONDS": "1",
         "POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS": "0",
+        "POWERCONTEXT_WORKER_HEARTBEAT_SECONDS": "2",
+        "POWERCONTEXT_OPERATOR_TOKEN": OPERATOR_TOKEN,
+        # Two gunicorn workers, one /metrics: request metrics in per-process files.
+        "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
         "LOG_LEVEL": "WARNING",
     }
     logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("gunicorn", "worker", "beat")}
@@ -149,3 +157,35 @@ def test_a_broker_restart_costs_writes_nothing_and_the_worker_survives_and_drain
     assert len(entries) == 10 + 5 + 40
     assert _vectors() == 55
     assert Candidate.objects.filter(scope_id=SCOPE, status="approved").count() == 10
+
+    # The operator sees it all: broker back, the worker's heartbeat, nothing left to embed; and
+    # /metrics sums both gunicorn workers' counters.
+    operator = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+    detail = httpx.get(f"{stack['url']}/health/detail", headers=operator, timeout=60).json()
+    assert detail["broker"] == "reachable" and detail["workers_alive"] == 1, detail
+    assert detail["embed_backlog"] == 0 and detail["status"] == "ok"
+    scraped = httpx.get(f"{stack['url']}/metrics", headers=operator, timeout=60).text
+    families = {f.name: f for f in text_string_to_metric_families(scraped)}
+    remembered = sum(
+        s.value
+        for s in families["powercontext_http_requests"].samples
+        if s.name.endswith("_total")
+        and s.labels["route"] == "remember_memory"
+        and s.labels["status"] == "200"
+    )
+    assert remembered == 55
+
+    # A killed worker (no clean shutdown to delete its row) shows within one heartbeat period
+    # (2 s here) plus the second of slack the detail view allows.
+    stack["worker"].kill()
+    stack["worker"].wait(timeout=30)
+    killed = time.monotonic()
+    wait_until(
+        lambda: (
+            httpx.get(f"{stack['url']}/health/detail", headers=operator, timeout=60).json()["workers_alive"]
+            == 0
+        ),
+        10,
+        "the detail view to show no live worker",
+    )
+    assert time.monotonic() - killed <= 2 + 1 + 0.5
