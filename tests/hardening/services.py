@@ -5,7 +5,9 @@ Every wait polls a condition against a deadline; nothing sleeps a fixed time.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -119,3 +121,71 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 def p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[max(0, -(-len(ordered) * 99 // 100) - 1)]
+
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster owned by the ``postgres`` OS user (CI runs as root, and
+    PostgreSQL refuses to run as root), on its own port under /tmp; never the shared one."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self.directory = Path(tempfile.mkdtemp(prefix="powercontext-pg-"))
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        shutil.chown(self.directory, user="postgres")
+        self._as_postgres(
+            [str(PG_BIN / "initdb"), "-D", str(self.directory / "data"), "-A", "trust", "-U", "postgres"]
+        )
+
+    @staticmethod
+    def _as_postgres(command: list[str]) -> None:
+        subprocess.run(
+            ["runuser", "-u", "postgres", "--", *command], check=True, capture_output=True, timeout=120
+        )
+
+    def url(self, database: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        with (self.directory / "postgres.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(PG_BIN / "postgres"),
+                    "-D",
+                    str(self.directory / "data"),
+                ]
+                + ["-p", str(self.port), "-k", str(self.directory), "-c", "listen_addresses=127.0.0.1"]
+                + ["-c", "fsync=off"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        wait_until(self.answers, 60, "the throwaway PostgreSQL to accept connections")
+
+    def answers(self) -> bool:
+        probe = [str(PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"]
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+
+    def create_database(self, name: str) -> None:
+        psql = [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
+        subprocess.run([*psql, "-c", f"CREATE DATABASE {name}"], check=True, capture_output=True, timeout=60)
+
+    def stop(self) -> None:
+        """A fast shutdown (SIGINT to the postmaster itself: runuser does not forward it):
+        clients are disconnected at once."""
+        if self.process is not None and self.process.poll() is None:
+            pid_file = self.directory / "data" / "postmaster.pid"
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+            self.process.wait(timeout=60)
+        self.process = None
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
