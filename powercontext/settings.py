@@ -181,7 +181,14 @@ TEMPLATES = [
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    # Persistent connections (seconds; 0: one per request). A server that is stopped or hung
+    # without closing its sockets holds a request on a persistent connection until gunicorn's
+    # --timeout; a new connection fails after POWERCONTEXT_DB_CONNECT_TIMEOUT (docs/operations.md).
+    _db = dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=_env_int("POWERCONTEXT_DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
     if _db["ENGINE"] not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
 else:

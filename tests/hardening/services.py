@@ -177,15 +177,34 @@ class PostgresCluster:
         psql = [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"]
         subprocess.run([*psql, "-c", f"CREATE DATABASE {name}"], check=True, capture_output=True, timeout=60)
 
-    def stop(self) -> None:
+    def _processes(self) -> list[int]:
+        postmaster = int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(postmaster)], capture_output=True, text=True, timeout=30
+        ).stdout.split()
+        return [postmaster, *(int(pid) for pid in children)]
+
+    def freeze(self) -> None:
+        """Stop every process of the cluster (SIGSTOP): a hung server whose sockets stay open."""
+        for pid in self._processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self._processes():
+            os.kill(pid, signal.SIGCONT)
+        if self.process is not None:
+            # runuser stops itself when its child stops (job control, as su does): wake it too.
+            os.kill(self.process.pid, signal.SIGCONT)
+
+    def stop(self, sig: int = signal.SIGINT) -> None:
         """A fast shutdown (SIGINT to the postmaster itself: runuser does not forward it):
-        clients are disconnected at once."""
+        clients are disconnected at once. ``SIGQUIT``: an immediate shutdown."""
         if self.process is not None and self.process.poll() is None:
             pid_file = self.directory / "data" / "postmaster.pid"
-            os.kill(int(pid_file.read_text().split()[0]), signal.SIGINT)
+            os.kill(int(pid_file.read_text().split()[0]), sig)
             self.process.wait(timeout=60)
         self.process = None
 
     def remove(self) -> None:
-        self.stop()
+        self.stop(signal.SIGQUIT)
         shutil.rmtree(self.directory, ignore_errors=True)

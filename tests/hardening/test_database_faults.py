@@ -4,6 +4,7 @@ by itself when the database is back."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ REMEMBER = {"scope_id": "db-fault", "kind": "note", "text": "a note written arou
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
+def stack(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     cluster = PostgresCluster()
     try:
         cluster.start()
@@ -30,6 +31,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
             SECRET_KEY=A_KEY,
             POWERCONTEXT_EMBEDDINGS="false",
             POWERCONTEXT_DB_CONNECT_TIMEOUT="2",
+            **getattr(request, "param", {}),
         )
         for command in (("migrate", "--noinput", "-v0"), ("collectstatic", "--noinput", "-v0")):
             result = run_manage(*command, env=env)
@@ -83,3 +85,27 @@ def test_a_stopped_database_is_503_with_retry_after_everywhere_and_recovers(stac
     stack["cluster"].start()
     wait_until(lambda: client.get("/health/ready").status_code == 200, 60, "readiness to recover")
     assert client.post("/v1/memory/remember", json=REMEMBER).status_code == 200
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stack", [{"POWERCONTEXT_DB_CONN_MAX_AGE": "0"}], indirect=True)
+def test_a_hung_database_fails_requests_within_the_connect_timeout(stack: dict[str, Any]) -> None:
+    client = httpx.Client(base_url=stack["url"], timeout=60)
+    assert client.post("/v1/memory/remember", json=REMEMBER).status_code == 200
+
+    stack["cluster"].freeze()  # every PostgreSQL process stopped, sockets open: nothing answers
+    try:
+        timings = []
+        for path in ("/v1/memory/remember", "/health/ready"):
+            started = time.monotonic()
+            response = client.post(path, json=REMEMBER) if path.startswith("/v1") else client.get(path)
+            timings.append(time.monotonic() - started)
+            assert response.status_code == 503, (path, response.text[:200])
+            assert int(response.headers["Retry-After"]) > 0
+    finally:
+        stack["cluster"].thaw()
+
+    print(f"hung database: remember, readiness answered 503 after {[round(t, 2) for t in timings]} s")
+    # POWERCONTEXT_DB_CONNECT_TIMEOUT=2: a request fails after about that, never hangs.
+    assert max(timings) < 2 + 1.5, timings
+    wait_until(lambda: client.get("/health/ready").status_code == 200, 60, "readiness to recover")
