@@ -74,11 +74,11 @@ def publish(task: Any, args: tuple[Any, ...]) -> bool:
         if now < _down_until:
             counts["skipped"] += 1
             return False
+    from powercontext.celery import app  # the project's broker, whichever app the task is bound to
+
     timeout = float(settings.POWERCONTEXT_BROKER_PUBLISH_TIMEOUT)
     try:
-        with task.app.connection_for_write(
-            connect_timeout=timeout, transport_options=_options(timeout)
-        ) as conn:
+        with app.connection_for_write(connect_timeout=timeout, transport_options=_options(timeout)) as conn:
             task.apply_async(args, connection=conn, retry=False, ignore_result=True)
     except Exception as exc:
         with _lock:
