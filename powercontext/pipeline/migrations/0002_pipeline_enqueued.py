@@ -4,24 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pipeline', '0001_initial'),
+        ("pipeline", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PipelineEnqueued',
+            name="PipelineEnqueued",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope_id', models.CharField(max_length=256)),
-                ('session_id', models.CharField(max_length=300)),
-                ('until', models.DateTimeField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope_id", models.CharField(max_length=256)),
+                ("session_id", models.CharField(max_length=300)),
+                ("until", models.DateTimeField()),
             ],
             options={
-                'verbose_name': 'pipeline queued session',
-                'db_table': 'powercontext_pipelineenqueued',
-                'constraints': [models.UniqueConstraint(fields=('scope_id', 'session_id'), name='pipeline_enqueued_session_unique')],
+                "verbose_name": "pipeline queued session",
+                "db_table": "powercontext_pipelineenqueued",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("scope_id", "session_id"), name="pipeline_enqueued_session_unique"
+                    )
+                ],
             },
         ),
     ]
