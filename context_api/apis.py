@@ -5,6 +5,9 @@ domain exceptions mapped in ``errors``."""
 
 from __future__ import annotations
 
+import logging
+
+from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from rest_framework.request import Request
@@ -12,15 +15,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from context_api.auth import authenticate
+from context_api.errors import retry_after
 from context_api.guards import V1Api, check_browser_origin, query_payload
 from context_api.operations import Operation
 from context_api.operations import stats as stats_operations
 from context_api.validation import parse_json_object, read_body
 from powercontext import search
+from powercontext.core import heartbeat
 from powercontext.core.families import Family
 from powercontext.memory.sources import CONTENT_SOURCE_TYPE
 from powercontext.pipeline import generators
 from powercontext.prepare.builder import SCHEMA
+
+logger = logging.getLogger("powercontext.health")
 
 
 class OperationApi(V1Api):
@@ -88,19 +95,36 @@ def _database_ready() -> tuple[bool, bool]:
     return True, _migrated
 
 
+def _database_writable() -> bool:
+    """One small write in its own transaction, bounded by POWERCONTEXT_READY_TIMEOUT_MS on
+    PostgreSQL: a full disk, a read-only replica or a lock pile-up make the probe fail."""
+    try:
+        heartbeat.write_probe(timeout_ms=settings.POWERCONTEXT_READY_TIMEOUT_MS)
+    except Exception as exc:
+        logger.warning("readiness write failed error_class=%s", type(exc).__name__)
+        return False
+    return True
+
+
 class ReadinessApi(APIView):
+    """Can this process serve? The database answers, accepts a write and is migrated."""
+
     authentication_classes = ()
     permission_classes = ()
 
     def get(self, request: Request) -> Response:
         reachable, migrated = _database_ready()
+        writable = reachable and migrated and _database_writable()
         checks = {
             "database": "ready" if reachable else "unreachable",
             "migrations": "ready" if migrated else ("unknown" if not reachable else "pending"),
+            "writes": "ready" if writable else ("unknown" if not (reachable and migrated) else "failing"),
         }
-        ready = reachable and migrated
+        ready = reachable and migrated and writable
         return Response(
-            {"status": "ready" if ready else "not_ready", "checks": checks}, status=200 if ready else 503
+            {"status": "ready" if ready else "not_ready", "checks": checks},
+            status=200 if ready else 503,
+            headers=None if ready else retry_after(),
         )
 
 

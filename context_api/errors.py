@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
@@ -28,6 +30,15 @@ def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> 
     return {"error": {"code": code, "message": message, "details": details}}
 
 
+def retry_after() -> dict[str, str]:
+    """The header every 503 carries: when a client may try again (seconds)."""
+    return {"Retry-After": str(settings.POWERCONTEXT_RETRY_AFTER_SECONDS)}
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    return isinstance(exc, DatabaseError) and _is_unavailable(exc)
+
+
 def _is_unavailable(exc: BaseException) -> bool:
     """Database unreachable or not migrated: a 503, not a 500."""
     if isinstance(exc, (OperationalError, InterfaceError)):
@@ -42,6 +53,8 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
     """(status, envelope, headers) for any exception: the one mapping every transport uses."""
     if isinstance(exc, PowerContextError):
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else {}
+        if exc.status == 503:
+            headers = retry_after()
         return exc.status, envelope(exc.code, exc.message, exc.details), headers
     if isinstance(exc, drf_exceptions.MethodNotAllowed):
         return 405, envelope("method_not_allowed", "This method is not allowed here.", None), {}
@@ -52,9 +65,10 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
         # else DRF raises is a malformed request.
         return 422, envelope("invalid_request", "The request violates the API contract.", None), {}
     if isinstance(exc, DatabaseError) and _is_unavailable(exc):
+        # One line per refused request; Django's own 503 record is dropped by the log filter.
         logger.warning("database unavailable error_class=%s", type(exc).__name__)
         not_ready = RuntimeNotReady()
-        return 503, envelope(not_ready.code, not_ready.message, None), {}
+        return 503, envelope(not_ready.code, not_ready.message, None), retry_after()
     logger.error("unhandled error error_class=%s", type(exc).__name__)
     return 500, envelope("internal_error", PowerContextError.default_message, None), {}
 
@@ -204,9 +218,30 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return _answer(request, NOT_FOUND, request_context=True)
 
 
+UNAVAILABLE = ErrorAnswer(
+    503,
+    RuntimeNotReady.code,
+    RuntimeNotReady.default_message,
+    "Temporarily unavailable",
+    "The service cannot reach its database right now. Please try again in a moment.",
+)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     # No request context: the failure may be the database, which the session and user need.
+    # Django calls this handler while the exception is being handled: a database that is down
+    # is a 503 with Retry-After in the page's own look, not a crash.
+    exc = sys.exc_info()[1]
+    answer = SERVER_ERROR
+    if database_unavailable(exc):
+        assert exc is not None
+        logger.warning("database unavailable error_class=%s", type(exc).__name__)
+        answer = UNAVAILABLE
     try:
-        return _answer(request, SERVER_ERROR, request_context=False)
+        response = _answer(request, answer, request_context=False)
     except Exception:
         return HttpResponseServerError(_PLAIN_SERVER_ERROR)
+    if answer.status == 503:
+        for name, value in retry_after().items():
+            response[name] = value
+    return response

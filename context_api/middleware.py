@@ -9,6 +9,9 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
+from context_api import metrics
+from powercontext.core.log_format import request_id_var
+
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 logger = logging.getLogger("powercontext.access")
 
@@ -26,20 +29,32 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = secrets.token_hex(8)
         request.powercontext_request_id = request_id  # type: ignore[attr-defined]
+        token = request_id_var.set(request_id)
+        try:
+            return self._respond(request, request_id)
+        finally:
+            request_id_var.reset(token)
+
+    def _respond(self, request: HttpRequest, request_id: str) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request_id
+        elapsed = time.perf_counter() - started
         match = getattr(request, "resolver_match", None)
-        route = match.url_name if match is not None and match.url_name else "unresolved"
+        route_name = match.url_name if match is not None and match.url_name else "unresolved"
+        route = route_name
         # MCP: the tool names called (only names of listed tools; never arguments).
         tools = getattr(request, "powercontext_tools", None)
         if tools:
             route = f"{route} tool={','.join(tools)}"
+        # The request id the client sees, so an access line can be found from a client report.
         logger.info(
-            "request method=%s route=%s status=%s duration_ms=%.1f",
+            "request request_id=%s method=%s route=%s status=%s duration_ms=%.1f",
+            request_id,
             request.method,
             route,
             response.status_code,
-            (time.perf_counter() - started) * 1000,
+            elapsed * 1000,
         )
+        metrics.observe_request(route_name, str(request.method), response.status_code, elapsed)
         return response

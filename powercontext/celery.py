@@ -4,10 +4,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from celery.beat import PersistentScheduler
-from celery.signals import worker_process_init
-from django.db import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
 
@@ -15,14 +13,12 @@ app = Celery("powercontext")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-# Every task is idempotent work: redelivered after a worker crash, retried with backoff while the
-# database is down.
-TASK_OPTIONS: dict[str, Any] = {
-    "acks_late": True,
-    "autoretry_for": (OperationalError,),
-    "retry_backoff": True,
-    "max_retries": 3,
-}
+# Every task is idempotent work, redelivered after a worker crash. No retries with backoff: a
+# retry is a countdown message that the worker holds unacknowledged until it is due, and with
+# celery/kombu 5.7.0 a broker restart while a worker holds one ends the worker. The database is
+# the queue of record: a task that failed (the database was down) is found again by the beat
+# sweeps (pipeline scan, embed sweep); rebuilds and verifies are rerun by the operator.
+TASK_OPTIONS: dict[str, Any] = {"acks_late": True}
 
 
 class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]
@@ -35,9 +31,17 @@ class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]
         super().setup_schedule()
 
 
-@worker_process_init.connect
-def _warm_up_embeddings(**kwargs: Any) -> None:
-    """Each worker process loads the embedding model when it starts, not on its first task."""
-    from powercontext.search import embedding
+@signals.worker_ready.connect
+def _start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
+    # Every worker writes a heartbeat row (powercontext.core.heartbeat), so a dead worker shows
+    # in the health detail view and /metrics within one period.
+    from powercontext.core import heartbeat
 
-    embedding.warm_up()
+    heartbeat.start_worker_heartbeat(getattr(sender, "hostname", None) or "worker")
+
+
+@signals.worker_shutdown.connect
+def _stop_heartbeat(sender: Any = None, **kwargs: Any) -> None:
+    from powercontext.core import heartbeat
+
+    heartbeat.stop_worker_heartbeat()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -126,7 +127,7 @@ SESSION_COOKIE_SECURE = _env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = _env_bool("CSRF_COOKIE_SECURE", False)
 SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", False)
 # Health probes reach app servers directly over plain HTTP (load balancers, orchestrators).
-SECURE_REDIRECT_EXEMPT = [r"^health/"]
+SECURE_REDIRECT_EXEMPT = [r"^health/", r"^metrics$"]
 SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
@@ -212,7 +213,14 @@ def _private_files(data_dir: Path, database: Path) -> None:
 # postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    # Persistent connections (seconds; 0: one per request). A server that is stopped or hung
+    # without closing its sockets holds a request on a persistent connection until gunicorn's
+    # --timeout; a new connection fails after POWERCONTEXT_DB_CONNECT_TIMEOUT (docs/operations.md).
+    _db = dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=_env_int("POWERCONTEXT_DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
     if _db["ENGINE"] not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
 else:
@@ -240,7 +248,36 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     )
     _db.setdefault("TEST", {})
     _db["TEST"].setdefault("NAME", str(DATA_DIR / "test-powercontext.sqlite3"))
+if _db["ENGINE"] == "django.db.backends.postgresql":
+    # A database that is down or hung fails a request within bounds instead of holding a worker:
+    # connecting gives up after POWERCONTEXT_DB_CONNECT_TIMEOUT seconds, a statement after
+    # POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS (0: no limit; e.g. for a long `migrate`). Values set
+    # in DATABASE_URL's query string win. docs/operations.md "Database timeouts".
+    _db.setdefault("OPTIONS", {})
+    _db["OPTIONS"].setdefault("connect_timeout", _env_int("POWERCONTEXT_DB_CONNECT_TIMEOUT", 5, minimum=1))
+    _statement_ms = _env_int("POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000)
+    if _statement_ms and "statement_timeout" not in str(_db["OPTIONS"].get("options", "")):
+        _db["OPTIONS"]["options"] = (
+            f"{_db['OPTIONS'].get('options', '')} -c statement_timeout={_statement_ms}".strip()
+        )
 DATABASES = {"default": _db}
+# /health/ready's write check gives up after this many milliseconds (PostgreSQL).
+POWERCONTEXT_READY_TIMEOUT_MS = _env_int("POWERCONTEXT_READY_TIMEOUT_MS", 2000, minimum=1)
+# Celery workers write a heartbeat row this often; the health detail view and /metrics call a
+# worker stale after one period without one.
+POWERCONTEXT_WORKER_HEARTBEAT_SECONDS = _env_int("POWERCONTEXT_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
+# Operators: GET /health/detail and GET /metrics take `Authorization: Bearer <this token>`
+# (the detail view also a staff log-in). Unset: /metrics is refused (docs/operations.md).
+_operator_token_file = os.environ.get("POWERCONTEXT_OPERATOR_TOKEN_FILE", "").strip()
+POWERCONTEXT_OPERATOR_TOKEN = (
+    _read_secret_file(Path(_operator_token_file), "POWERCONTEXT_OPERATOR_TOKEN_FILE")
+    if _operator_token_file
+    else os.environ.get("POWERCONTEXT_OPERATOR_TOKEN", "").strip()
+)
+# Request metrics (counters and histograms per route): on unless false (docs/operations.md).
+POWERCONTEXT_METRICS = _env_bool("POWERCONTEXT_METRICS", True)
+# Seconds a client is told to wait (Retry-After) when a 503 says the database is unavailable.
+POWERCONTEXT_RETRY_AFTER_SECONDS = _env_int("POWERCONTEXT_RETRY_AFTER_SECONDS", 5, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -353,7 +390,20 @@ REST_FRAMEWORK = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip()
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or None)
+# No result backend by default: nothing reads task results, and a backend makes every publish
+# subscribe to it (a web request then waits on the broker's reconnect loop during an outage).
+# Setting one (tests that call result.get()) stores results again.
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or None
+CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
+# Workers keep reconnecting to the broker for as long as it is down (the default gives up after
+# 100 attempts), at start-up too.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# The web tier's after-commit publish (powercontext/core/broker.py): connect/socket timeout in
+# seconds, no retries, and how long publishing is skipped after a failure. The database is the
+# queue of record; the beat sweeps catch up on whatever was not published.
+POWERCONTEXT_BROKER_PUBLISH_TIMEOUT = float(os.environ.get("POWERCONTEXT_BROKER_PUBLISH_TIMEOUT", "0.25"))
+POWERCONTEXT_BROKER_BACKOFF_SECONDS = _env_int("POWERCONTEXT_BROKER_BACKOFF_SECONDS", 5)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -402,18 +452,27 @@ POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = _env_int(
 # not in the working directory (a checkout). `celery beat -s PATH` still overrides it.
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "powercontext.celery:DataDirScheduler"
+# Beat's periodic tasks go to their own queue, so a backlog of embedding or pipeline jobs never
+# delays the sweeps that find lost work. A worker started without -Q consumes both queues;
+# `-Q periodic` / `-Q celery` split them across workers (docs/operations.md).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("periodic", routing_key="periodic"))
+_PERIODIC = {"queue": "periodic", "routing_key": "periodic"}
 CELERY_BEAT_SCHEDULE = {
     "pipeline-scan": {
         "task": "powercontext.pipeline_scan",
         "schedule": float(POWERCONTEXT_PIPELINE_SCAN_SECONDS),
+        "options": _PERIODIC,
     },
     "embed-pending-sweep": {
         "task": "powercontext.embed_pending_sweep",
         "schedule": float(POWERCONTEXT_EMBED_SWEEP_SECONDS),
+        "options": _PERIODIC,
     },
     "prepare-aggregates-prune": {
         "task": "powercontext.prune_prepare_aggregates",
         "schedule": 3600.0,
+        "options": _PERIODIC,
     },
 }
 
@@ -447,15 +506,33 @@ else:
 # Nothing untrusted (queries, snippets, scope ids, entry ids, bodies) is ever logged; the
 # request logger writes method, route name, status and latency only.
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
+# plain (default) or json: one JSON object per line (time, level, logger, request_id, message).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower() or "plain"
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
+# Celery workers and beat log through the handler above (privacy filter included) instead of
+# replacing the root logger's handlers with their own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Django's request and security records carry paths (with ids), rejected Hosts and Origins,
     # and exception messages: every record that reaches a handler passes this rewrite first.
-    "filters": {"request_privacy": {"()": "powercontext.core.log_privacy.RequestRecordFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {
+        "request_privacy": {"()": "powercontext.core.log_privacy.RequestRecordFilter"},
+        # The request id (X-PowerContext-Request-ID) on every line written while serving one.
+        "request_id": {"()": "powercontext.core.log_format.RequestIdFilter"},
+    },
+    "formatters": {
+        "plain": {"format": "%(asctime)s [%(request_id)s] %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "powercontext.core.log_format.JsonFormatter"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_privacy"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_privacy", "request_id"],
+        }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {

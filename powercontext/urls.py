@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from context_api import apis, contract_apis
+from context_api import apis, contract_apis, metrics, operator
 from context_api.mcp.views import mcp_endpoint
 from context_api.operations import OPERATIONS
 
@@ -16,6 +16,8 @@ handler500 = "context_api.errors.server_error"
 urlpatterns = [
     path("health/live", apis.LivenessApi.as_view(), name="get_liveness"),
     path("health/ready", apis.ReadinessApi.as_view(), name="get_readiness"),
+    path("health/detail", operator.HealthDetailApi.as_view(), name="get_health_detail"),
+    path("metrics", metrics.metrics_view, name="get_metrics"),
     path("v1/capabilities", apis.CapabilitiesApi.as_view(), name="get_capabilities"),
     path("v1/stats", apis.get_stats_view, name="get_stats"),
     path("v1/openapi.json", contract_apis.OpenApiDocumentApi.as_view(), name="get_openapi"),

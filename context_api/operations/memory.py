@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_api import render
+from context_api import metrics, render
 from context_api.operations.base import Caller, Operation, operation
 from context_api.validation import (
     NON_BLANK,
@@ -245,7 +245,9 @@ def prepare_context(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     prepared = _application.prepare(
         PrepareRequest(scope_id=data["scope_id"], query=data["query"], max_bytes=data["max_bytes"])
     )
-    return prepared.as_dict()
+    body = prepared.as_dict()
+    metrics.observe_prepare(body)
+    return body
 
 
 OPERATIONS: tuple[Operation, ...] = (

@@ -69,6 +69,13 @@ class RequestRecordFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         name = record.name
+        if name == "celery.app.trace" and isinstance(record.args, dict) and "exc" in record.args:
+            self._rewrite_task_failure(record)
+            return True
+        if name == "django.request" and getattr(record, "status_code", None) == 503:
+            # A 503 is a refusal the service already logged once with its cause (database
+            # unavailable, not ready): no second line, and no traceback per refused request.
+            return False
         if name == "django.request":
             self._rewrite_request(record)
         elif name == "django.security.csrf":
@@ -90,6 +97,22 @@ class RequestRecordFilter(logging.Filter):
             record.exc_text = _frames_only(exc_info[1], exc_info[2])
         else:
             self._replace(record, phrase + " route=%s status=%s")
+
+    @staticmethod
+    def _rewrite_task_failure(record: logging.LogRecord) -> None:
+        # Celery's failure line quotes the exception (database hosts, constraint keys with
+        # their values) and the task's arguments (scope ids): keep the task, the class, the frames.
+        args = record.args if isinstance(record.args, dict) else {}
+        exc_info = record.exc_info
+        error = _class_name(exc_info[1]) if exc_info and exc_info[1] is not None else WITHHELD
+        record.msg = "task failed name=%s id=%s error_class=%s"
+        record.args = (args.get("name", WITHHELD), args.get("id", WITHHELD), error)
+        record.exc_text = (
+            _frames_only(exc_info[1], exc_info[2]) if exc_info and exc_info[1] is not None else None
+        )
+        record.exc_info = None
+        if hasattr(record, "data"):
+            record.data = {}
 
     @staticmethod
     def _replace(record: logging.LogRecord, message: str, *extra: Any, first: bool = False) -> None:

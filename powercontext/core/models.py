@@ -333,3 +333,16 @@ class ExperienceVector(models.Model):
 
     def __str__(self) -> str:
         return f"experience vector #{self.pk}"
+
+
+class ServiceHeartbeat(models.Model):
+    """The last sign of life of a background process or probe, one row per name: ``worker:<node>``
+    (each Celery worker, every ``POWERCONTEXT_WORKER_HEARTBEAT_SECONDS``), ``rebuild`` (an index
+    rebuild or verify in progress), ``ready-probe`` (the readiness probe's write check). Names
+    are fixed words and Celery node names, never request values."""
+
+    name = models.CharField(max_length=200, primary_key=True)
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"heartbeat {self.name}"

@@ -183,3 +183,25 @@ class PipelineCounter(models.Model):
 
     def __str__(self) -> str:
         return f"counter {self.name}"
+
+
+class PipelineEnqueued(models.Model):
+    """A Phase 1 message sent for a session and not yet taken by a worker (``until``: when the
+    mark lapses, a lost message's session becomes eligible for a new one). The beat scan skips
+    marked sessions, so a backed-up queue does not fill with duplicates."""
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
+    until = models.DateTimeField()
+
+    class Meta:
+        db_table = "powercontext_pipelineenqueued"
+        verbose_name = "pipeline queued session"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "session_id"], name="pipeline_enqueued_session_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"queued phase 1 #{self.pk}"

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.utils import timezone
 
 from powercontext.celery import TASK_OPTIONS
-from powercontext.pipeline import runner
+from powercontext.pipeline import enqueued, runner
+from powercontext.pipeline.config import pipeline_config
 
 # Scheduled by beat (CELERY_BEAT_SCHEDULE); each job re-reads its rows, and the claim decides
 # whether it runs, so a redelivered or duplicated message is harmless.
@@ -21,16 +23,27 @@ from powercontext.pipeline import runner
 def pipeline_scan() -> dict[str, Any]:
     """Enqueue Phase 1 for every eligible session and Phase 2 for every scope with pipeline state."""
     plan = runner.scan()
-    for scope_id, session in plan.phase1:
-        pipeline_phase1.delay(scope_id, session.session_id)
+    # Sessions whose message is still queued are not sent again (powercontext.pipeline.enqueued).
+    fresh = enqueued.mark_enqueued(
+        [(scope_id, session.session_id) for scope_id, session in plan.phase1],
+        now=timezone.now(),
+        lease_seconds=int(pipeline_config().lease.total_seconds()),
+    )
+    for scope_id, session_id in fresh:
+        pipeline_phase1.delay(scope_id, session_id)
     for scope_id in plan.phase2:
         pipeline_phase2.delay(scope_id)
-    return {"phase1": len(plan.phase1), "phase2": len(plan.phase2)}
+    return {
+        "phase1": len(fresh),
+        "phase1_already_queued": len(plan.phase1) - len(fresh),
+        "phase2": len(plan.phase2),
+    }
 
 
 @shared_task(name="powercontext.pipeline_phase1", **TASK_OPTIONS)
 def pipeline_phase1(scope_id: str, session_id: str) -> dict[str, Any]:
     """One Phase 1 job; when it changed an output, Phase 2 of the scope follows (after commit)."""
+    enqueued.clear_enqueued(scope_id=scope_id, session_id=session_id)
     committed = runner.phase1_run(scope_id=scope_id, session_id=session_id)
     if committed is not None and committed.phase2:
         pipeline_phase2.delay(scope_id)

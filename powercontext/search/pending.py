@@ -11,11 +11,16 @@ the next process start (embedded default), the beat sweep (service mode) or
 
 Who embeds:
 
-- service mode (a Celery broker): the task ``powercontext.embed_pending`` per scope. Signals of
-  one process are coalesced: at most one task per scope per ``POWERCONTEXT_EMBED_COALESCE_SECONDS``,
-  sent with that countdown, so every write whose signal was dropped committed before the task
-  reads the gap. A task embeds a bounded number of batches and enqueues itself again while work
-  remains; the beat task ``powercontext.embed_pending_sweep`` enqueues every scope with a gap.
+- service mode (a Celery broker): the task ``powercontext.embed_pending`` per scope, published
+  at once, without countdown, through ``powercontext.core.broker.publish`` (bounded, never
+  retried: a broker outage costs the write nothing). Signals of one process are coalesced: at
+  most one task per scope per ``POWERCONTEXT_EMBED_COALESCE_SECONDS``. A task embeds a bounded
+  number of batches and enqueues itself again while work remains. A write whose signal was
+  coalesced into a task that had already read the gap, or whose publish failed, waits for the
+  next signal of its scope or for the beat task ``powercontext.embed_pending_sweep``, which
+  enqueues every scope with a gap (``POWERCONTEXT_EMBED_SWEEP_SECONDS``). No countdown: a
+  worker holding countdown messages does not survive a broker restart (celery/kombu 5.7.0,
+  docs/operations.md).
 - embedded default (eager Celery: a task would run on the request): one daemon thread per
   process, started by the first signal (and again after a fork), that first queues every scope
   with a gap, then serves signals, a set of scopes (many writes to one scope: one entry), one
@@ -39,6 +44,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from powercontext.core import broker
 from powercontext.core.background import PerProcess, Runner
 from powercontext.search import embedding
 from powercontext.search.vector_index import missing_vectors, scopes_missing_vectors, store_vectors
@@ -117,14 +123,14 @@ def _enqueue(scope_id: str) -> None:
     now = time.monotonic()
     with _sent_lock:
         if now - _sent.get(scope_id, float("-inf")) < window:
-            return  # a task sent less than a window ago starts after this commit
+            return  # a task sent less than a window ago, or the sweep, covers this commit
         _sent[scope_id] = now
         if len(_sent) > 10_000:
             for key in [k for k, at in _sent.items() if now - at >= window]:
                 del _sent[key]
     from powercontext.search.tasks import embed_pending as task
 
-    task.apply_async((scope_id,), countdown=window)
+    broker.publish(task, (scope_id,))
 
 
 # -- the embedded default's thread -----------------------------------------------------------------

@@ -12,20 +12,24 @@ from celery import shared_task
 
 from powercontext import search
 from powercontext.celery import TASK_OPTIONS
+from powercontext.core import broker
 from powercontext.search import embedding, pending
+from powercontext.search.locking import maintenance_lock
 
 
 @shared_task(name="powercontext.rebuild_search_index", **TASK_OPTIONS)
 def rebuild_search_index(scope_id: str | None = None) -> dict[str, Any]:
     """Rebuild the derived index of one scope (or all) from authoritative rows. Idempotent."""
-    written = search.rebuild_index(scope_id=scope_id)
+    with maintenance_lock():  # a concurrent rebuild or verify waits
+        written = search.rebuild_index(scope_id=scope_id)
     return {"rebuilt_rows": written}
 
 
 @shared_task(name="powercontext.verify_search_index", **TASK_OPTIONS)
 def verify_search_index(scope_id: str | None = None, repair: bool = False) -> dict[str, Any]:
     """Report drift between the index and authoritative rows; rebuild drifted scopes on request."""
-    return search.verify_index(scope_id=scope_id, repair=repair).as_dict()
+    with maintenance_lock():
+        return search.verify_index(scope_id=scope_id, repair=repair).as_dict()
 
 
 @shared_task(name="powercontext.embed_pending", **TASK_OPTIONS)
@@ -34,7 +38,8 @@ def embed_pending(scope_id: str) -> dict[str, Any]:
     again while a gap remains. Idempotent: the gap is re-read from the database each run."""
     run = pending.embed_pending(scope_id, max_batches=pending.TASK_BATCHES)
     if run.remaining:
-        embed_pending.delay(scope_id)
+        # Bounded, never retried: with the broker down the sweep picks the scope up again.
+        broker.publish(embed_pending, (scope_id,))
     return {"embedded": run.written, "remaining": run.remaining}
 
 

@@ -11,6 +11,7 @@ import pytest
 from django.db import connections
 
 from powercontext import search
+from powercontext.core import broker
 from powercontext.core.models import MemoryEntryVector
 from powercontext.memory import services as memory_services
 from powercontext.search import embedding, pending, tasks
@@ -201,39 +202,75 @@ def test_the_sweep_enqueues_each_scope_with_a_gap(embeddings: Any, async_writes:
     assert search.scopes_missing_vectors() == []
 
 
-def test_service_mode_signals_coalesce_into_one_delayed_task_per_scope(
+def test_service_mode_signals_coalesce_into_one_task_per_scope_sent_without_countdown(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.POWERCONTEXT_EMBED_COALESCE_SECONDS = 3600
-    sent: list[tuple[Any, Any]] = []
+    sent: list[tuple[Any, dict[str, Any]]] = []
     monkeypatch.setattr(
-        tasks.embed_pending, "apply_async", lambda args, countdown: sent.append((args, countdown))
+        tasks.embed_pending, "apply_async", lambda args, **options: sent.append((args, options))
     )
     monkeypatch.setattr(pending, "_sent", {})
+    broker.reset()
 
     for _ in range(50):
         pending._dispatch("busy-scope")
     pending._dispatch("other-scope")
 
-    assert sent == [(("busy-scope",), 3600.0), (("other-scope",), 3600.0)]
+    assert [args for args, _ in sent] == [("busy-scope",), ("other-scope",)]
+    for _, options in sent:
+        # Sent now, never retried, no result: a worker never holds it unacknowledged for a
+        # countdown, and the request never waits on the broker.
+        assert "countdown" not in options and "eta" not in options
+        assert options["retry"] is False and options["ignore_result"] is True
 
 
 def test_a_failing_signal_is_logged_without_text_and_never_raises(
     settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = False
+    calls: list[Any] = []
 
-    def broken(args: Any, countdown: Any) -> None:
+    def broken(args: Any, **options: Any) -> None:
+        calls.append(args)
         raise ConnectionError("broker at secret-host said no")
 
     monkeypatch.setattr(tasks.embed_pending, "apply_async", broken)
     monkeypatch.setattr(pending, "_sent", {})
+    broker.reset()
 
     pending._dispatch("private-scope")
+    pending._dispatch("another-private-scope")  # within the back-off: not even tried
 
-    assert "embed_signal failed error_class=ConnectionError" in caplog.text
+    assert len(calls) == 1
+    assert caplog.text.count("broker publish failed error_class=ConnectionError") == 1
     assert "private-scope" not in caplog.text and "secret-host" not in caplog.text
+    broker.reset()
+
+
+def test_a_publish_to_a_closed_broker_port_fails_in_milliseconds(settings: Any) -> None:
+    import socket
+    import time
+
+    from powercontext.celery import app
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    original = app.conf.broker_url
+    app.conf.broker_url = f"redis://127.0.0.1:{port}/0"
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    broker.reset()
+    try:
+        started = time.perf_counter()
+        assert broker.publish(tasks.embed_pending, ("s",)) is False
+        elapsed = time.perf_counter() - started
+    finally:
+        app.conf.broker_url = original
+        broker.reset()
+    # kombu's and redis-py's own reconnect loops would take ~2 s here.
+    assert elapsed < 0.5
 
 
 # -- the embedded default's thread (real commits, so the thread sees them) -----------------------

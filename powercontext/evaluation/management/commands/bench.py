@@ -36,7 +36,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--sections",
             default="store,embed_writes,builder,review,pipeline",
-            help="comma-separated: store, embed_writes, builder, review, pipeline",
+            help="comma-separated: store, embed_writes, builder, review, pipeline, metrics",
+        )
+        parser.add_argument(
+            "--metrics-overhead",
+            action="store_true",
+            help="only the metrics section: prepare and remember over HTTP with metrics on vs off",
         )
         parser.add_argument(
             "--embed-writes", type=int, default=1000, help="remembers per mode in the embed_writes section"
@@ -50,7 +55,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         sections = {s.strip() for s in options["sections"].split(",") if s.strip()}
+        if options["metrics_overhead"]:
+            sections = {"metrics"}
         results: dict[str, Any] = {"database": connection.vendor}
+        if "metrics" in sections:
+            from powercontext.evaluation.bench.metrics import bench_metrics
+
+            results["metrics"] = bench_metrics(options["samples"], 2000, self.stdout.write)
         if "store" in sections:
             results["store"] = self.bench_store(options)
         if "embed_writes" in sections:

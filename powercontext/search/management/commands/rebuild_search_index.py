@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from powercontext import search
 from powercontext.search import vector_cache
+from powercontext.search.locking import maintenance_lock
 
 
 class Command(BaseCommand):
@@ -29,7 +30,8 @@ class Command(BaseCommand):
         if scope_id is not None and not scope_id.strip():
             raise CommandError("--scope must not be blank")
         if options["verify_only"]:
-            report = search.verify_index(scope_id=scope_id, repair=options["repair"])
+            with maintenance_lock():  # waits for a rebuild or verify in progress
+                report = search.verify_index(scope_id=scope_id, repair=options["repair"])
             self.stdout.write(json.dumps(report.as_dict(), sort_keys=True))
             if not report.ok and not report.repaired:
                 raise CommandError("the search index has drifted; run again with --repair")
@@ -40,7 +42,8 @@ class Command(BaseCommand):
         with tqdm(
             total=total, unit="rows", desc="rebuild", disable=options["no_progress"], file=self.stderr._out
         ) as bar:
-            written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
+            with maintenance_lock():
+                written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
         bound = vector_cache.cache_bound_bytes() / vector_cache.MIB
         self.stdout.write(f"vector search: in-process exact; cache bound per process {bound:g} MiB")

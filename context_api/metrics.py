@@ -1,0 +1,177 @@
+"""Prometheus metrics: ``GET /metrics`` (text format 0.0.4), for a scraper holding the operator
+token.
+
+Two kinds, chosen so that several gunicorn workers answer one consistent scrape:
+
+- **Request metrics** (requests by route, method and status, latency histograms by route, 503s
+  by cause, prepare items/bytes/empty) are counted in the process that served the request. With
+  ``PROMETHEUS_MULTIPROC_DIR`` set (service mode under gunicorn: an empty directory, wiped at
+  each start) ``prometheus_client`` keeps them in per-process files that every worker sums at
+  scrape time; without it (one process: ``make run``, ``gunicorn -w 1``) they live in memory.
+- **State gauges** (embed backlog, pipeline jobs by state and the oldest eligible session's lag,
+  queue depth, worker heartbeats, rebuild in progress) are read from the database and the broker
+  at scrape time (``context_api.operator``), so every worker reports the same values and
+  nothing has to be aggregated.
+
+Labels are route *names*, methods, status codes, fixed causes, job states, queue names and the
+operator's Celery node names: never a scope id, query, entry id or text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from context_api import operator
+from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
+
+logger = logging.getLogger("powercontext.metrics")
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+REQUESTS = Counter(
+    "powercontext_http_requests", "HTTP requests answered, by route name, method and status.",
+    ["route", "method", "status"],
+)  # fmt: skip
+LATENCY = Histogram(
+    "powercontext_http_request_duration_seconds", "Time to answer a request, by route name.",
+    ["route"], buckets=LATENCY_BUCKETS,
+)  # fmt: skip
+UNAVAILABLE = Counter(
+    "powercontext_http_unavailable", "503 answers, by cause (database, not_ready).", ["cause"]
+)
+PREPARES = Counter("powercontext_prepare", "Prepares answered (empty or not).")
+PREPARE_EMPTY = Counter("powercontext_prepare_empty", "Prepares that answered no item.")
+PREPARE_ITEMS = Histogram(
+    "powercontext_prepare_items", "Items in a prepared context.", buckets=(0, 1, 2, 3, 4, 6, 8)
+)
+PREPARE_BYTES = Histogram(
+    "powercontext_prepare_content_bytes", "content_bytes of a prepared context.",
+    buckets=(0, 512, 1024, 2048, 4096, 8000, 16384, 32768),
+)  # fmt: skip
+
+KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+
+
+def observe_request(route: str, method: str, status: int, seconds: float) -> None:
+    """Called by the request middleware for every answer (``route`` is a route name)."""
+    if not settings.POWERCONTEXT_METRICS:
+        return
+    method = method if method in KNOWN_METHODS else "other"
+    REQUESTS.labels(route, method, str(status)).inc()
+    LATENCY.labels(route).observe(seconds)
+    if status == 503:
+        UNAVAILABLE.labels("not_ready" if route == "get_readiness" else "database").inc()
+
+
+def observe_prepare(prepared: dict[str, Any]) -> None:
+    """Items, bytes and emptiness of one prepared context (counts only)."""
+    if not settings.POWERCONTEXT_METRICS:
+        return
+    content = prepared.get("content")
+    items = 0
+    if content and content.startswith(CONTENT_PREFIX) and content.endswith(CONTENT_SUFFIX):
+        try:
+            items = len(
+                json.loads(content[len(CONTENT_PREFIX) : len(content) - len(CONTENT_SUFFIX)])["items"]
+            )
+        except (ValueError, KeyError, TypeError):
+            items = 0
+    PREPARES.inc()
+    if items == 0:
+        PREPARE_EMPTY.inc()
+    PREPARE_ITEMS.observe(items)
+    PREPARE_BYTES.observe(int(prepared.get("content_bytes") or 0))
+
+
+class StateCollector(Collector):
+    """The operator snapshot as gauges, read at scrape time."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state = operator.snapshot()
+        yield _gauge(
+            "powercontext_embed_backlog",
+            "Entries and Experiences still without a vector.",
+            state.embed_backlog,
+        )
+        jobs = GaugeMetricFamily(
+            "powercontext_pipeline_jobs", "Pipeline Phase 1 jobs by state (eligible: waiting to be claimed).",
+            labels=["state"],
+        )  # fmt: skip
+        for job_state, count in sorted(state.pipeline_jobs.items()):
+            jobs.add_metric([job_state], count)
+        jobs.add_metric(["eligible"], state.pipeline_eligible_sessions)
+        yield jobs
+        yield _gauge(
+            "powercontext_pipeline_lag_seconds",
+            "Age of the newest source of the oldest session eligible for Phase 1 (0: none waiting).",
+            state.pipeline_oldest_eligible_seconds or 0.0,
+        )
+        depth = GaugeMetricFamily(
+            "powercontext_queue_depth", "Messages waiting in a broker queue.", labels=["queue"]
+        )
+        for queue, count in sorted(state.queue_depth.items()):
+            depth.add_metric([queue], count)
+        yield depth
+        yield _gauge(
+            "powercontext_broker_up",
+            "1 when the broker answered the scrape.",
+            float(state.broker == "reachable"),
+        )
+        seen = GaugeMetricFamily(
+            "powercontext_worker_last_seen_seconds", "Seconds since a Celery worker's last heartbeat.",
+            labels=["worker"],
+        )  # fmt: skip
+        for node, age in sorted(state.workers.items()):
+            seen.add_metric([node], age)
+        yield seen
+        yield _gauge(
+            "powercontext_workers_alive", "Workers with a heartbeat within one period.", state.workers_alive
+        )
+        yield _gauge(
+            "powercontext_rebuild_in_progress",
+            "1 while an index rebuild or verify runs.",
+            float(state.rebuild_in_progress),
+        )
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _request_registries() -> Iterable[CollectorRegistry]:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return [registry]
+    return [REGISTRY]
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """``GET /metrics``: request metrics of every worker plus the state gauges."""
+    if not settings.POWERCONTEXT_OPERATOR_TOKEN or not operator.authorized(request):
+        return JsonResponse(
+            {"error": {"code": "forbidden", "message": "The operator token is required.", "details": None}},
+            status=403,
+        )
+    state = CollectorRegistry()
+    state.register(StateCollector())
+    body = b"".join(generate_latest(registry) for registry in (*_request_registries(), state))
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

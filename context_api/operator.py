@@ -1,0 +1,157 @@
+"""What an operator needs to see without reading logs: the state behind ``GET /health/detail`` and
+the state gauges of ``GET /metrics``.
+
+Everything here is read at request time from the database and the broker, so it is the same in
+every app server process. It names no scope, query, entry or text: counts, ages, states and
+Celery node names (which the operator chose) only.
+
+Access: ``Authorization: Bearer <POWERCONTEXT_OPERATOR_TOKEN>`` or a logged-in staff user.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpRequest
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from powercontext.core import broker, heartbeat
+from powercontext.core.models import MemoryMembership
+from powercontext.core.recall import recallable_experience_heads
+from powercontext.pipeline import selectors as pipeline_selectors
+from powercontext.pipeline.config import pipeline_config
+from powercontext.pipeline.models import PipelineJob
+
+logger = logging.getLogger("powercontext.operator")
+
+QUEUES = ("celery", "periodic")
+
+
+@dataclass
+class Snapshot:
+    broker: str  # not_configured | reachable | unreachable
+    queue_depth: dict[str, int]
+    workers: dict[str, float]  # node -> seconds since its last heartbeat
+    workers_alive: int
+    worker_last_seen_seconds: float | None  # the freshest heartbeat's age
+    embed_backlog: int
+    pipeline_jobs: dict[str, int]
+    pipeline_eligible_sessions: int
+    pipeline_oldest_eligible_seconds: float | None
+    rebuild_in_progress: bool
+    rebuild_seconds: float | None
+    taken_seconds: float = field(default=0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def authorized(request: HttpRequest) -> bool:
+    """The operator token (constant-time compare) or a staff session."""
+    expected = settings.POWERCONTEXT_OPERATOR_TOKEN
+    header = request.headers.get("Authorization", "")
+    if expected and header.startswith("Bearer "):
+        return hmac.compare_digest(header[len("Bearer ") :].encode(), expected.encode())
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_staff)
+
+
+def embed_backlog() -> int:
+    """Active entry versions and recallable Experience heads still without a vector."""
+    memory = MemoryMembership.objects.filter(
+        to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
+    ).count()
+    return int(memory + recallable_experience_heads().filter(experience_vector__isnull=True).count())
+
+
+def _pipeline() -> tuple[dict[str, int], int, float | None]:
+    jobs = {state: 0 for state in PipelineJob.Status.values}
+    for row in PipelineJob.objects.values("status").annotate(n=Count("pk")):
+        jobs[str(row["status"])] = int(row["n"])
+    config = pipeline_config()
+    now = timezone.now()
+    eligible, oldest = 0, None
+    for scope in pipeline_selectors.pipeline_scopes(config=config):
+        for session in pipeline_selectors.eligible_sessions(scope_id=scope, now=now, config=config):
+            eligible += 1
+            age = (now - session.newest_at).total_seconds()
+            oldest = age if oldest is None else max(oldest, age)
+    return jobs, eligible, oldest
+
+
+def _broker() -> tuple[str, dict[str, int]]:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return "not_configured", {}
+    depths = broker.queue_depths(QUEUES)
+    return ("unreachable", {}) if depths is None else ("reachable", depths)
+
+
+def snapshot() -> Snapshot:
+    started = time.perf_counter()
+    now = timezone.now()
+    period = float(settings.POWERCONTEXT_WORKER_HEARTBEAT_SECONDS)
+    workers = {
+        name[len(heartbeat.WORKER_PREFIX) :]: round((now - seen).total_seconds(), 3)
+        for name, seen in heartbeat.seen(heartbeat.WORKER_PREFIX).items()
+    }
+    rebuild = heartbeat.seen(heartbeat.REBUILD).get(heartbeat.REBUILD)
+    broker_state, depths = _broker()
+    jobs, eligible, oldest = _pipeline()
+    return Snapshot(
+        broker=broker_state,
+        queue_depth=depths,
+        workers=workers,
+        # Stale after one period without a heartbeat (plus a second of slack for the write).
+        workers_alive=sum(1 for age in workers.values() if age <= period + 1),
+        worker_last_seen_seconds=min(workers.values()) if workers else None,
+        embed_backlog=embed_backlog(),
+        pipeline_jobs=jobs,
+        pipeline_eligible_sessions=eligible,
+        pipeline_oldest_eligible_seconds=round(oldest, 3) if oldest is not None else None,
+        rebuild_in_progress=rebuild is not None,
+        rebuild_seconds=round((now - rebuild).total_seconds(), 3) if rebuild is not None else None,
+        taken_seconds=round(time.perf_counter() - started, 4),
+    )
+
+
+class HealthDetailApi(APIView):
+    """``GET /health/detail``: the snapshot, for operators only."""
+
+    authentication_classes = ()
+    permission_classes = ()
+
+    operator = False
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        # Before DRF replaces request.user (no DRF authenticators here) with None.
+        self.operator = authorized(request)
+        return super().dispatch(request, *args, **kwargs)
+
+    def get(self, request: Request) -> Response:
+        if not self.operator:
+            return Response(
+                {
+                    "error": {
+                        "code": "forbidden",
+                        "message": "Operator token or staff log-in required.",
+                        "details": None,
+                    }
+                },
+                status=403,
+            )
+        state = snapshot()
+        problems = []
+        if state.broker == "unreachable":
+            problems.append("broker_unreachable")
+        if state.broker != "not_configured" and state.workers_alive == 0:
+            problems.append("no_live_worker")
+        return Response({"status": "degraded" if problems else "ok", "problems": problems, **state.as_dict()})

@@ -1,0 +1,107 @@
+"""Heartbeats: a row per background process in the database, so an operator (the health detail
+view, /metrics) sees a dead worker or a stuck rebuild without reading logs.
+
+- each Celery worker writes ``worker:<node name>`` every ``POWERCONTEXT_WORKER_HEARTBEAT_SECONDS``
+  from a thread (``WorkerHeartbeat``), and deletes it on a clean shutdown; a killed worker's row
+  stops moving and is reported stale after one period;
+- an index rebuild or verify holds ``rebuild`` while it runs (``holding``);
+- the readiness probe writes ``ready-probe``: its proof that the database accepts writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from powercontext.core.background import PerProcess, Runner
+from powercontext.core.models import ServiceHeartbeat
+
+logger = logging.getLogger("powercontext.heartbeat")
+
+WORKER_PREFIX = "worker:"
+REBUILD = "rebuild"
+READY_PROBE = "ready-probe"
+
+
+def beat(name: str) -> None:
+    """Record that ``name`` is alive now (one upsert, its own transaction)."""
+    with transaction.atomic(durable=True):
+        ServiceHeartbeat.objects.update_or_create(name=name, defaults={"seen_at": timezone.now()})
+
+
+def write_probe(*, timeout_ms: int) -> None:
+    """The readiness probe's proof that the database accepts writes: one upsert, bounded by
+    ``timeout_ms`` on PostgreSQL. Raises what the database raised."""
+    with transaction.atomic(durable=True):
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
+        ServiceHeartbeat.objects.update_or_create(name=READY_PROBE, defaults={"seen_at": timezone.now()})
+
+
+def clear(name: str) -> None:
+    with transaction.atomic(durable=True):
+        ServiceHeartbeat.objects.filter(name=name).delete()
+
+
+def seen(prefix: str) -> dict[str, datetime]:
+    """Last heartbeat of every name starting with ``prefix``."""
+    return dict(ServiceHeartbeat.objects.filter(name__startswith=prefix).values_list("name", "seen_at"))
+
+
+@contextmanager
+def holding(name: str) -> Iterator[None]:
+    """Mark ``name`` as in progress for the duration of the block (best effort: a failure to
+    write the mark never fails the work)."""
+    try:
+        beat(name)
+    except Exception as exc:
+        logger.warning("heartbeat write failed error_class=%s", type(exc).__name__)
+    try:
+        yield
+    finally:
+        try:
+            clear(name)
+        except Exception as exc:
+            logger.warning("heartbeat clear failed error_class=%s", type(exc).__name__)
+
+
+class WorkerHeartbeat(Runner):
+    """A Celery worker's heartbeat thread (started by ``powercontext.celery`` when the worker is
+    ready)."""
+
+    name = "powercontext-heartbeat"
+    logger = logger
+    failure = "worker heartbeat failed"
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.interval = float(settings.POWERCONTEXT_WORKER_HEARTBEAT_SECONDS)
+        self.key = WORKER_PREFIX + node
+
+    def on_start(self) -> None:
+        beat(self.key)
+
+    def step(self) -> bool:
+        beat(self.key)
+        return False
+
+    def on_stop(self) -> None:
+        clear(self.key)
+
+
+_heartbeats: PerProcess[WorkerHeartbeat] = PerProcess()
+
+
+def start_worker_heartbeat(node: str) -> WorkerHeartbeat:
+    return _heartbeats.get(lambda: WorkerHeartbeat(node))
+
+
+def stop_worker_heartbeat(timeout: float | None = 10) -> None:
+    _heartbeats.stop(timeout)
