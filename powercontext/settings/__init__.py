@@ -1,137 +1,50 @@
-"""Settings for PowerContext, read from environment variables (docs/operators.md "Configuration")."""
+"""Settings for PowerContext, read from environment variables (docs/operators.md "Configuration").
+
+The helpers that read and check each value are in ``env.py``; the logging configuration in
+``logging_config.py``."""
 
 from __future__ import annotations
 
 import os
-import re
-import secrets
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from powercontext.settings.database import database
+from powercontext.settings.env import (
+    env_bool,
+    env_fraction,
+    env_int,
+    env_list,
+    env_proxy_ssl_header,
+    generated_secret_key,
+    read_secret_file,
+)
+from powercontext.settings.logging_config import logging_config
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
-
-
-def _env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
-def _env_fraction(name: str, default: float) -> float:
-    """A float in [0, 1] from the environment."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise ImproperlyConfigured(f"{name} must be a number from 0 to 1, got {raw!r}")
-    return value
-
-
-def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be an integer >= {minimum}, got {raw!r}")
-    return value
-
-
-def _env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
-    """``X-Forwarded-Proto,https`` (or Django's ``HTTP_X_FORWARDED_PROTO,https``) -> a META pair."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    header, _, value = (part.strip() for part in raw.partition(","))
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", header) or not value:
-        raise ImproperlyConfigured(f"{name} must look like 'X-Forwarded-Proto,https', got {raw!r}")
-    meta = header.upper().replace("-", "_")
-    return (meta if meta.startswith("HTTP_") else f"HTTP_{meta}", value)
-
-
-def _read_secret_file(path: Path, name: str) -> str:
-    try:
-        key = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ImproperlyConfigured(f"{name} cannot be read: {path} ({exc.strerror})") from exc
-    if not key:
-        raise ImproperlyConfigured(f"{name} is empty: {path}")
-    return key
-
-
-def generated_secret_key(path: Path) -> str:
-    """The embedded default's key: generated on the first start, then read from ``path``.
-
-    The file is written complete under a temporary name (mode 0600) and hard-linked into place,
-    which fails if it already exists: processes starting together (gunicorn workers) all end
-    up reading the one key that won, never a half-written file.
-    """
-    if not path.exists():
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                    handle.write(secrets.token_urlsafe(64) + "\n")
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                try:
-                    os.link(temporary, path)
-                except FileExistsError:
-                    pass
-            finally:
-                temporary.unlink(missing_ok=True)
-        except OSError as exc:
-            raise ImproperlyConfigured(
-                f"Cannot store a generated secret key at {path} ({exc.strerror}): make "
-                "POWERCONTEXT_DATA_DIR writable, or set SECRET_KEY or SECRET_KEY_FILE."
-            ) from exc
-    return _read_secret_file(path, "the generated secret key file")
-
-
-DEBUG = _env_bool("DEBUG", False)
+DEBUG = env_bool("DEBUG", False)
 DATA_DIR = Path(os.environ.get("POWERCONTEXT_DATA_DIR", BASE_DIR / "data"))
 
-ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # --- HTTPS (docs/operators.md "Configuration"; docs/production.env passes check --deploy) ----------------
 # Off by default: the embedded default serves plain http://127.0.0.1:8000, where secure-only
 # cookies would make the Review Inbox login impossible.
-SESSION_COOKIE_SECURE = _env_bool("SESSION_COOKIE_SECURE", False)
-CSRF_COOKIE_SECURE = _env_bool("CSRF_COOKIE_SECURE", False)
-SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 # Health probes reach app servers directly over plain HTTP (load balancers, orchestrators).
 SECURE_REDIRECT_EXEMPT = [r"^health/", r"^metrics$"]
-SECURE_PROXY_SSL_HEADER = _env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
-SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
-SECURE_HSTS_PRELOAD = _env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -194,90 +107,27 @@ TEMPLATES = [
 
 
 # --- Database -------------------------------------------------------------------------------
-def _private_files(data_dir: Path, database: Path) -> None:
-    """The embedded data directory 0700 and its SQLite file 0600 (issue 20, N8): Memory, sources
-    and sessions are nobody else's to read. The file is created empty (a valid empty database)
-    so SQLite never creates it under the umask; SQLite gives its -wal and -shm files the
-    database file's mode. Paths another user owns are left alone."""
-    for path, mode in ((data_dir, 0o700), (database, 0o600)):
-        if path == database and not path.exists():
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        try:
-            if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o777 != mode:
-                path.chmod(mode)
-        except OSError:
-            pass  # a read-only or foreign mount: the operator's choice
-
-
-# Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default).
-# postgres://user:pass@host:port/name: PostgreSQL through psycopg 3 (service mode).
+# Unset DATABASE_URL: a SQLite file in DATA_DIR (the embedded default); postgres://...: PostgreSQL
+# through psycopg 3 (service mode). Options and timeouts: database.py.
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
-if DATABASE_URL:
-    # Persistent connections (seconds; 0: one per request). A server that is stopped or hung
-    # without closing its sockets holds a request on a persistent connection until gunicorn's
-    # --timeout; a new connection fails after POWERCONTEXT_DB_CONNECT_TIMEOUT (docs/operations.md).
-    _db = dj_database_url.parse(
-        DATABASE_URL,
-        conn_max_age=_env_int("POWERCONTEXT_DB_CONN_MAX_AGE", 60),
-        conn_health_checks=True,
-    )
-    if _db["ENGINE"] not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
-        raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
-else:
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "powercontext.sqlite3")}
-    _private_files(DATA_DIR, Path(_db["NAME"]))
-
-if _db["ENGINE"] == "django.db.backends.sqlite3":
-    # Writers take the lock when the transaction begins (IMMEDIATE) and wait for it (busy
-    # timeout) instead of failing with "database is locked" half way through; WAL lets readers
-    # keep a consistent snapshot while one writer commits.
-    _db.setdefault("OPTIONS", {})
-    _db["OPTIONS"].update(
-        {
-            "transaction_mode": "IMMEDIATE",
-            "timeout": float(os.environ.get("POWERCONTEXT_SQLITE_TIMEOUT", "30")),
-            # A larger page cache and memory-mapped reads keep index pages hot between requests
-            # (the benchmark: p50 search at 100k entries 0.73 -> 0.39 ms on a cold connection).
-            "init_command": (
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                f"PRAGMA cache_size=-{int(os.environ.get('POWERCONTEXT_SQLITE_CACHE_MB', '64')) * 1024}; "
-                f"PRAGMA mmap_size={int(os.environ.get('POWERCONTEXT_SQLITE_MMAP_MB', '256')) * 1024 * 1024};"
-            ),
-        }
-    )
-    _db.setdefault("TEST", {})
-    _db["TEST"].setdefault("NAME", str(DATA_DIR / "test-powercontext.sqlite3"))
-if _db["ENGINE"] == "django.db.backends.postgresql":
-    # A database that is down or hung fails a request within bounds instead of holding a worker:
-    # connecting gives up after POWERCONTEXT_DB_CONNECT_TIMEOUT seconds, a statement after
-    # POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS (0: no limit; e.g. for a long `migrate`). Values set
-    # in DATABASE_URL's query string win. docs/operations.md "Database timeouts".
-    _db.setdefault("OPTIONS", {})
-    _db["OPTIONS"].setdefault("connect_timeout", _env_int("POWERCONTEXT_DB_CONNECT_TIMEOUT", 5, minimum=1))
-    _statement_ms = _env_int("POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000)
-    if _statement_ms and "statement_timeout" not in str(_db["OPTIONS"].get("options", "")):
-        _db["OPTIONS"]["options"] = (
-            f"{_db['OPTIONS'].get('options', '')} -c statement_timeout={_statement_ms}".strip()
-        )
-DATABASES = {"default": _db}
+DATABASES = {"default": database(DATABASE_URL, DATA_DIR)}
 # /health/ready's write check gives up after this many milliseconds (PostgreSQL).
-POWERCONTEXT_READY_TIMEOUT_MS = _env_int("POWERCONTEXT_READY_TIMEOUT_MS", 2000, minimum=1)
+POWERCONTEXT_READY_TIMEOUT_MS = env_int("POWERCONTEXT_READY_TIMEOUT_MS", 2000, minimum=1)
 # Celery workers write a heartbeat row this often; the health detail view and /metrics call a
 # worker stale after one period without one.
-POWERCONTEXT_WORKER_HEARTBEAT_SECONDS = _env_int("POWERCONTEXT_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
+POWERCONTEXT_WORKER_HEARTBEAT_SECONDS = env_int("POWERCONTEXT_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
 # Operators: GET /health/detail and GET /metrics take `Authorization: Bearer <this token>`
 # (the detail view also a staff log-in). Unset: /metrics is refused (docs/operations.md).
 _operator_token_file = os.environ.get("POWERCONTEXT_OPERATOR_TOKEN_FILE", "").strip()
 POWERCONTEXT_OPERATOR_TOKEN = (
-    _read_secret_file(Path(_operator_token_file), "POWERCONTEXT_OPERATOR_TOKEN_FILE")
+    read_secret_file(Path(_operator_token_file), "POWERCONTEXT_OPERATOR_TOKEN_FILE")
     if _operator_token_file
     else os.environ.get("POWERCONTEXT_OPERATOR_TOKEN", "").strip()
 )
 # Request metrics (counters and histograms per route): on unless false (docs/operations.md).
-POWERCONTEXT_METRICS = _env_bool("POWERCONTEXT_METRICS", True)
+POWERCONTEXT_METRICS = env_bool("POWERCONTEXT_METRICS", True)
 # Seconds a client is told to wait (Retry-After) when a 503 says the database is unavailable.
-POWERCONTEXT_RETRY_AFTER_SECONDS = _env_int("POWERCONTEXT_RETRY_AFTER_SECONDS", 5, minimum=1)
+POWERCONTEXT_RETRY_AFTER_SECONDS = env_int("POWERCONTEXT_RETRY_AFTER_SECONDS", 5, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -295,12 +145,12 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = _env_int("POWERCONTEXT_LOGIN_FAILURE_LIMIT", 5, minimum=1)
-AXES_COOLOFF_TIME = timedelta(seconds=_env_int("POWERCONTEXT_LOGIN_COOLOFF_SECONDS", 900, minimum=1))
+AXES_FAILURE_LIMIT = env_int("POWERCONTEXT_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("POWERCONTEXT_LOGIN_COOLOFF_SECONDS", 900, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 # Behind N reverse proxies, the client address is the Nth entry from the end of X-Forwarded-For.
-POWERCONTEXT_TRUSTED_PROXY_COUNT = _env_int("POWERCONTEXT_TRUSTED_PROXY_COUNT", 0)
+POWERCONTEXT_TRUSTED_PROXY_COUNT = env_int("POWERCONTEXT_TRUSTED_PROXY_COUNT", 0)
 AXES_CLIENT_IP_CALLABLE = "powercontext.core.login_throttle.client_ip"
 AXES_LOCKOUT_CALLABLE = "powercontext.core.login_throttle.lockout_response"
 # No per-login history (address, user agent) beyond the failure counters themselves.
@@ -337,7 +187,7 @@ LOGIN_REDIRECT_URL = "/review/"
 
 # Local embeddings (vector/hybrid search, a derived index): on unless turned off; they are off
 # by themselves when the model packages cannot load.
-POWERCONTEXT_EMBEDDINGS = _env_bool("POWERCONTEXT_EMBEDDINGS", True)
+POWERCONTEXT_EMBEDDINGS = env_bool("POWERCONTEXT_EMBEDDINGS", True)
 # async: writers insert no vector; the embedder fills the gap after commit (a per-process thread
 # in the embedded default, the powercontext.embed_pending task in service mode). sync: embed in
 # the writer's transaction (slower writes, vectors at once). docs/operators.md "Search maintenance".
@@ -349,25 +199,25 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
 # Vector search ranks in process, exactly, over per-scope matrices cached in each process
 # (docs/decisions.md). This bounds that cache in MiB (Memory and Experience vectors together,
 # least recently used scopes out first); 0 caches nothing. ~15 MiB holds 10k entries' vectors.
-POWERCONTEXT_VECTOR_CACHE_MB = _env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, minimum=0)
+POWERCONTEXT_VECTOR_CACHE_MB = env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, minimum=0)
 # The relevance floor (powercontext/search/relevance.py; calibration in docs/retrieval.md): a
 # Memory or Experience candidate reaches the builder only when its raw cosine similarity to the
 # query is at least MIN_SIMILARITY, or when it covers at least MIN_LEXICAL_SHARE of the query's
 # IDF mass and its similarity (if it has a vector) is at least MIN_LEXICAL_SIMILARITY. All three
 # at 0 turn the floor off.
-POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = _env_fraction("POWERCONTEXT_RELEVANCE_MIN_SIMILARITY", 0.38)
-POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = _env_fraction("POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE", 0.30)
-POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = _env_fraction(
+POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = env_fraction("POWERCONTEXT_RELEVANCE_MIN_SIMILARITY", 0.38)
+POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = env_fraction("POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE", 0.30)
+POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = env_fraction(
     "POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY", 0.20
 )
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.
-POWERCONTEXT_EMBED_COALESCE_SECONDS = _env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)
-POWERCONTEXT_EMBED_SWEEP_SECONDS = _env_int("POWERCONTEXT_EMBED_SWEEP_SECONDS", 60, minimum=1)
+POWERCONTEXT_EMBED_COALESCE_SECONDS = env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)
+POWERCONTEXT_EMBED_SWEEP_SECONDS = env_int("POWERCONTEXT_EMBED_SWEEP_SECONDS", 60, minimum=1)
 # Browser origins allowed to call the API (comma-separated, exact "scheme://host[:port]"). A request
 # carrying any other Origin header is refused (403); requests without one (agents, hooks, curl)
 # are not affected. Empty by default: no browser page may call /mcp.
-POWERCONTEXT_ALLOWED_ORIGINS = _env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
+POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 
 # Review Inbox: with JavaScript, an approve or reject is held this long behind an Undo toast before
 # it is sent (templates render it as data-undo-seconds; 0 sends at once, as without JavaScript).
@@ -403,7 +253,7 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # seconds, no retries, and how long publishing is skipped after a failure. The database is the
 # queue of record; the beat sweeps catch up on whatever was not published.
 POWERCONTEXT_BROKER_PUBLISH_TIMEOUT = float(os.environ.get("POWERCONTEXT_BROKER_PUBLISH_TIMEOUT", "0.25"))
-POWERCONTEXT_BROKER_BACKOFF_SECONDS = _env_int("POWERCONTEXT_BROKER_BACKOFF_SECONDS", 5)
+POWERCONTEXT_BROKER_BACKOFF_SECONDS = env_int("POWERCONTEXT_BROKER_BACKOFF_SECONDS", 5)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -421,30 +271,30 @@ if POWERCONTEXT_GENERATOR not in {"rules", "openai", "off"}:
         f"POWERCONTEXT_GENERATOR must be rules, openai or off, got {POWERCONTEXT_GENERATOR!r}"
     )
 POWERCONTEXT_PIPELINE = {
-    "idle_seconds": _env_int("POWERCONTEXT_PIPELINE_IDLE_SECONDS", 1800),
-    "max_age_days": _env_int("POWERCONTEXT_PIPELINE_MAX_AGE_DAYS", 30, minimum=1),
-    "lease_seconds": _env_int("POWERCONTEXT_PIPELINE_LEASE_SECONDS", 600, minimum=1),
-    "backoff_seconds": _env_int("POWERCONTEXT_PIPELINE_BACKOFF_SECONDS", 60),
-    "run_cap": _env_int("POWERCONTEXT_PIPELINE_RUN_CAP", 200, minimum=1),
-    "running_cap": _env_int("POWERCONTEXT_PIPELINE_RUNNING_CAP", 32, minimum=1),
-    "projection_bytes": _env_int("POWERCONTEXT_PIPELINE_PROJECTION_BYTES", 65536, minimum=1024),
-    "cooldown_seconds": _env_int("POWERCONTEXT_PIPELINE_COOLDOWN_SECONDS", 600),
-    "selection_cap": _env_int("POWERCONTEXT_PIPELINE_SELECTION_CAP", 1000, minimum=1),
-    "retention_days": _env_int("POWERCONTEXT_PIPELINE_RETENTION_DAYS", 90, minimum=1),
-    "polluted_origins": _env_list("POWERCONTEXT_PIPELINE_POLLUTED_ORIGINS", []),
-    "excluded_scopes": _env_list("POWERCONTEXT_PIPELINE_EXCLUDED_SCOPES", []),
+    "idle_seconds": env_int("POWERCONTEXT_PIPELINE_IDLE_SECONDS", 1800),
+    "max_age_days": env_int("POWERCONTEXT_PIPELINE_MAX_AGE_DAYS", 30, minimum=1),
+    "lease_seconds": env_int("POWERCONTEXT_PIPELINE_LEASE_SECONDS", 600, minimum=1),
+    "backoff_seconds": env_int("POWERCONTEXT_PIPELINE_BACKOFF_SECONDS", 60),
+    "run_cap": env_int("POWERCONTEXT_PIPELINE_RUN_CAP", 200, minimum=1),
+    "running_cap": env_int("POWERCONTEXT_PIPELINE_RUNNING_CAP", 32, minimum=1),
+    "projection_bytes": env_int("POWERCONTEXT_PIPELINE_PROJECTION_BYTES", 65536, minimum=1024),
+    "cooldown_seconds": env_int("POWERCONTEXT_PIPELINE_COOLDOWN_SECONDS", 600),
+    "selection_cap": env_int("POWERCONTEXT_PIPELINE_SELECTION_CAP", 1000, minimum=1),
+    "retention_days": env_int("POWERCONTEXT_PIPELINE_RETENTION_DAYS", 90, minimum=1),
+    "polluted_origins": env_list("POWERCONTEXT_PIPELINE_POLLUTED_ORIGINS", []),
+    "excluded_scopes": env_list("POWERCONTEXT_PIPELINE_EXCLUDED_SCOPES", []),
 }
 # Celery beat (service mode): how often the pipeline scan runs.
-POWERCONTEXT_PIPELINE_SCAN_SECONDS = _env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
+POWERCONTEXT_PIPELINE_SCAN_SECONDS = env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
 
 # --- Prepare aggregates (docs/operators.md) ----------------------------------------------------
 # Per scope, UTC hour and search mode: counts, sizes and a latency histogram of prepares, never
 # the query or any text. Buffered in each process and written by a background thread every
 # FLUSH_SECONDS (0: no thread; the buffer is then never written), so a prepare never writes.
-POWERCONTEXT_PREPARE_AUDIT = _env_bool("POWERCONTEXT_PREPARE_AUDIT", True)
-POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS = _env_int("POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS", 10)
-POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS = _env_int("POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS", 10000, minimum=1)
-POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = _env_int(
+POWERCONTEXT_PREPARE_AUDIT = env_bool("POWERCONTEXT_PREPARE_AUDIT", True)
+POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS = env_int("POWERCONTEXT_PREPARE_AUDIT_FLUSH_SECONDS", 10)
+POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS = env_int("POWERCONTEXT_PREPARE_AUDIT_MAX_BUCKETS", 10000, minimum=1)
+POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS = env_int(
     "POWERCONTEXT_PREPARE_AUDIT_RETENTION_DAYS", 30, minimum=1
 )
 
@@ -481,10 +331,10 @@ CELERY_BEAT_SCHEDULE = {
 # so it has to be configured: SECRET_KEY, or SECRET_KEY_FILE naming a file that holds it.
 # The embedded default (SQLite, eager tasks) needs no configuration: it generates a random key
 # once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
-SERVICE_MODE = _db["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
+SERVICE_MODE = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
 # Issue 20, N11: a served deployment requires tokens unless told otherwise, so --scope and the
 # token roles mean something there.
-POWERCONTEXT_REQUIRE_TOKEN = _env_bool("POWERCONTEXT_REQUIRE_TOKEN", SERVICE_MODE)
+POWERCONTEXT_REQUIRE_TOKEN = env_bool("POWERCONTEXT_REQUIRE_TOKEN", SERVICE_MODE)
 _secret_key = os.environ.get("SECRET_KEY", "").strip()
 _secret_key_file = os.environ.get("SECRET_KEY_FILE", "").strip()
 if _secret_key and _secret_key_file:
@@ -492,7 +342,7 @@ if _secret_key and _secret_key_file:
 if _secret_key:
     SECRET_KEY = _secret_key
 elif _secret_key_file:
-    SECRET_KEY = _read_secret_file(Path(_secret_key_file), "SECRET_KEY_FILE")
+    SECRET_KEY = read_secret_file(Path(_secret_key_file), "SECRET_KEY_FILE")
 elif SERVICE_MODE and not DEBUG:
     raise ImproperlyConfigured(
         "SECRET_KEY is not set. In service mode (a postgres:// DATABASE_URL or a CELERY_BROKER_URL) "
@@ -513,43 +363,7 @@ if LOG_FORMAT not in {"plain", "json"}:
 # Celery workers and beat log through the handler above (privacy filter included) instead of
 # replacing the root logger's handlers with their own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # Django's request and security records carry paths (with ids), rejected Hosts and Origins,
-    # and exception messages: every record that reaches a handler passes this rewrite first.
-    "filters": {
-        "request_privacy": {"()": "powercontext.core.log_privacy.RequestRecordFilter"},
-        # The request id (X-PowerContext-Request-ID) on every line written while serving one.
-        "request_id": {"()": "powercontext.core.log_format.RequestIdFilter"},
-    },
-    "formatters": {
-        "plain": {"format": "%(asctime)s [%(request_id)s] %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "powercontext.core.log_format.JsonFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": LOG_FORMAT,
-            "filters": ["request_privacy", "request_id"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        # 4xx answers are already in powercontext.access by route; crashes stay (rewritten).
-        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
-        "django.security": {"handlers": ["console"], "level": "WARNING", "propagate": False},
-        # At DEBUG these print template contexts (with the request) and SQL parameters.
-        "django.template": {"level": "INFO"},
-        "django.db.backends": {"level": "INFO"},
-        # django-axes logs usernames, addresses and user agents; refusals are logged by
-        # powercontext.core.login_throttle without them.
-        "axes": {"level": "ERROR"},
-        # runserver's own request lines carry query strings (Inbox filters hold scope ids);
-        # powercontext.access logs every request by route name instead.
-        "django.server": {"handlers": ["console"], "level": "CRITICAL", "propagate": False},
-    },
-}
+LOGGING = logging_config(level=LOG_LEVEL, log_format=LOG_FORMAT)
 
 # --- Pipeline: the OpenAI-compatible generator (POWERCONTEXT_GENERATOR=openai) ------------------
 # Any chat-completions endpoint; the key comes from POWERCONTEXT_OPENAI_API_KEY_FILE (preferred)
@@ -558,7 +372,7 @@ POWERCONTEXT_OPENAI_BASE_URL = os.environ.get("POWERCONTEXT_OPENAI_BASE_URL", ""
 POWERCONTEXT_OPENAI_MODEL = os.environ.get("POWERCONTEXT_OPENAI_MODEL", "").strip()
 _openai_key_file = os.environ.get("POWERCONTEXT_OPENAI_API_KEY_FILE", "").strip()
 POWERCONTEXT_OPENAI_API_KEY = (
-    _read_secret_file(Path(_openai_key_file), "POWERCONTEXT_OPENAI_API_KEY_FILE")
+    read_secret_file(Path(_openai_key_file), "POWERCONTEXT_OPENAI_API_KEY_FILE")
     if _openai_key_file
     else os.environ.get("POWERCONTEXT_OPENAI_API_KEY", "").strip()
 )
