@@ -56,13 +56,13 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from powercontext.core import redaction
-from powercontext.core.redaction import (
+from powercontext.core.redaction import Detector, Hit, Redacted
+from powercontext.core.secret_patterns import STRUCTURAL_DETECTORS
+from powercontext.core.secret_phrases import (
+    PROSE_SECRET,
     CommandLineDetector,
-    Detector,
     HighEntropyDetector,
-    Hit,
     KeywordAssignmentDetector,
-    Redacted,
 )
 
 # Bits per character above which a mixed-case, digit-bearing token of 20+ characters made of short
@@ -197,11 +197,11 @@ def _library_detectors() -> list[Detector]:
 
 # Most specific first: the order breaks ties between overlapping hits (see powercontext.core.redaction).
 DETECTORS: tuple[Detector, ...] = (
-    *redaction.STRUCTURAL_DETECTORS,
+    *STRUCTURAL_DETECTORS,
     *_library_detectors(),
     KeywordAssignmentDetector("secret_keyword", (*SECRET_KEYWORDS, *_EXTRA_KEYWORDS)),
     CommandLineDetector("cli_password", (*SECRET_KEYWORDS, *_EXTRA_KEYWORDS)),
-    redaction.PROSE_SECRET,
+    PROSE_SECRET,
     HighEntropyDetector(
         "high_entropy_string",
         Base64HighEntropyString().calculate_shannon_entropy,

@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from powercontext.core import redaction
-from powercontext.core.redaction import Hit, PatternDetector, Redacted
+from powercontext.core.redaction import Hit, Redacted
 from powercontext.core.redaction_detectors import DETECTORS, redact
+from powercontext.core.secret_patterns import PatternDetector
 from tests.pipeline.secret_corpus import _PEM_LINES, BENIGN, CORPUS
 
 MARKER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")

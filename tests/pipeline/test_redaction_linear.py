@@ -19,8 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from powercontext.core import redaction
-from powercontext.core.redaction import OVERLAP, WINDOW, Hit, PemBlockDetector, windows
+from powercontext.core.redaction import OVERLAP, WINDOW, Hit, windows
 from powercontext.core.redaction_detectors import _CUBIC_SEPARATOR, _LINEAR_SEPARATOR, DETECTORS
+from powercontext.core.secret_patterns import PEM_PRIVATE_KEY, PemBlockDetector
 
 ADVERSARIAL = {
     "keyword suffixes": "password_",
@@ -103,7 +104,7 @@ class RecordingPattern:
 
 
 def pem_work(text: str) -> tuple[int, int]:
-    base = redaction.PEM_PRIVATE_KEY
+    base = PEM_PRIVATE_KEY
     patterns = [RecordingPattern(p) for p in (base.header, base.footer, base.body, base.inline)]
     detector = PemBlockDetector("private_key", *patterns)  # type: ignore[arg-type]
     list(detector.find(text))
@@ -132,9 +133,9 @@ def test_the_pem_scanner_reads_each_line_a_bounded_number_of_times(name: str) ->
     half_total, _ = pem_work(text(50_000))
     total, largest = pem_work(text(100_000))
 
-    assert largest <= redaction.PEM_PRIVATE_KEY.max_line + 96
-    assert total <= 4 * 100_000 + redaction.PEM_PRIVATE_KEY.max_line
-    assert total <= 2.1 * half_total + redaction.PEM_PRIVATE_KEY.max_line
+    assert largest <= PEM_PRIVATE_KEY.max_line + 96
+    assert total <= 4 * 100_000 + PEM_PRIVATE_KEY.max_line
+    assert total <= 2.1 * half_total + PEM_PRIVATE_KEY.max_line
 
 
 def test_windows_cover_the_text_cut_after_newlines_and_overlap_on_long_lines() -> None:
