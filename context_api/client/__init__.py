@@ -35,7 +35,7 @@ both clients.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
@@ -50,6 +50,7 @@ from context_api.client.errors import (
     UnavailableError,
     UnexpectedResponseError,
 )
+from context_api.client.recovery import RecoveryOperations
 from context_api.client.wire import (
     OPERATIONS,
     JSONDict,
@@ -107,7 +108,7 @@ def _proposal_body(
     }
 
 
-class _Operations(Generic[ResultT]):
+class _Operations(RecoveryOperations[ResultT]):
     """The public API. ``ResultT`` is ``dict`` for the sync client and ``Awaitable[dict]`` for the async one."""
 
     _execute: Callable[[PreparedRequest], ResultT]
@@ -302,123 +303,6 @@ class _Operations(Generic[ResultT]):
                 "reason": reason,
             },
         )
-
-    # Session recovery (the recovery addendum) -------------------------------------------------
-
-    def write_session_note(
-        self,
-        *,
-        scope_id: str,
-        session_id: str,
-        path: str,
-        content: str,
-        mode: str | None = None,
-        expected_version: int | None = None,
-    ) -> ResultT:
-        return self._call(
-            "write_session_note",
-            {
-                "scope_id": scope_id,
-                "session_id": session_id,
-                "path": path,
-                "content": content,
-                "mode": mode,
-                "expected_version": expected_version,
-            },
-        )
-
-    def read_session_note(
-        self, *, scope_id: str, session_id: str, path: str, version: int | None = None
-    ) -> ResultT:
-        return self._call(
-            "read_session_note",
-            {"scope_id": scope_id, "session_id": session_id, "path": path, "version": version},
-        )
-
-    def list_session_notes(self, *, scope_id: str, session_id: str, prefix: str | None = None) -> ResultT:
-        return self._call(
-            "list_session_notes", {"scope_id": scope_id, "session_id": session_id, "prefix": prefix}
-        )
-
-    def search_session_notes(
-        self,
-        *,
-        scope_id: str,
-        session_id: str,
-        query: str,
-        ignore_case: bool | None = None,
-        context_lines: int | None = None,
-        limit: int | None = None,
-    ) -> ResultT:
-        return self._call(
-            "search_session_notes",
-            {
-                "scope_id": scope_id,
-                "session_id": session_id,
-                "query": query,
-                "ignore_case": ignore_case,
-                "context_lines": context_lines,
-                "limit": limit,
-            },
-        )
-
-    def list_session_history(
-        self, *, scope_id: str, session_id: str, after_position: int | None = None, limit: int | None = None
-    ) -> ResultT:
-        return self._call(
-            "list_session_history",
-            {
-                "scope_id": scope_id,
-                "session_id": session_id,
-                "after_position": after_position,
-                "limit": limit,
-            },
-        )
-
-    def search_session_history(
-        self,
-        *,
-        scope_id: str,
-        session_id: str,
-        query: str,
-        ignore_case: bool | None = None,
-        context_lines: int | None = None,
-        limit: int | None = None,
-    ) -> ResultT:
-        return self._call(
-            "search_session_history",
-            {
-                "scope_id": scope_id,
-                "session_id": session_id,
-                "query": query,
-                "ignore_case": ignore_case,
-                "context_lines": context_lines,
-                "limit": limit,
-            },
-        )
-
-    def read_session_history(
-        self,
-        *,
-        scope_id: str,
-        session_id: str,
-        from_position: int,
-        to_position: int | None = None,
-        max_bytes: int | None = None,
-    ) -> ResultT:
-        return self._call(
-            "read_session_history",
-            {
-                "scope_id": scope_id,
-                "session_id": session_id,
-                "from_position": from_position,
-                "to_position": to_position,
-                "max_bytes": max_bytes,
-            },
-        )
-
-    def get_recovery_hint(self, *, scope_id: str, session_id: str) -> ResultT:
-        return self._call("get_recovery_hint", {"scope_id": scope_id, "session_id": session_id})
 
 
 # --------------------------------------------------------------------------- clients
