@@ -3,7 +3,8 @@
 # database that may be wiped. Each pass: the in-process sections (manage.py bench), then the
 # HTTP section against gunicorn serving the same database (manage.py bench_http).
 # Results: bench-results/<vendor>.json and bench-results/<vendor>-http.json.
-# BENCH_SKIP_HTTP=1 skips the HTTP section, BENCH_SKIP_REVIEW=1 the review page and bulk approve.
+# BENCH_SKIP_HTTP=1 skips the HTTP section, BENCH_SKIP_REVIEW=1 the review page and bulk approve,
+# BENCH_SKIP_SQLITE=1 the SQLite pass (to run PostgreSQL alone).
 # The HTTP section also serves the database without the model (POWERCONTEXT_EMBEDDINGS=false) on
 # BENCH_HTTP_PORT+1 to compare hybrid with full text alone, and times the first prepare of
 # BENCH_COLD_STARTS fresh one-worker gunicorns (default 3; 0 skips) on BENCH_HTTP_PORT+2.
@@ -50,8 +51,10 @@ run_pass() {
 
 # gunicorn serves the admin's static files through WhiteNoise from the collected directory.
 "$PY" manage.py collectstatic --noinput -v0
-rm -f data/bench/bench.sqlite3*
-run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
+if [ "${BENCH_SKIP_SQLITE:-0}" != "1" ]; then
+  rm -f data/bench/bench.sqlite3*
+  run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
+fi
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
   run_pass postgresql "$BENCH_POSTGRES_URL" "$@"
 else
