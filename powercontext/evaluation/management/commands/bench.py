@@ -50,6 +50,12 @@ class Command(BaseCommand):
             "--embed-writes", type=int, default=1000, help="remembers per mode in the embed_writes section"
         )
         parser.add_argument(
+            "--embed-rounds",
+            type=int,
+            default=1,
+            help="rounds of the three modes in the embed_writes section",
+        )
+        parser.add_argument(
             "--pipeline-sessions", type=int, default=1000, help="captured sessions for the pipeline section"
         )
         parser.add_argument(
@@ -64,7 +70,9 @@ class Command(BaseCommand):
         if "embed_writes" in sections:
             from powercontext.evaluation.bench.sections import bench_embed_writes
 
-            results["embed_writes"] = bench_embed_writes(options["embed_writes"], self.stdout.write)
+            results["embed_writes"] = bench_embed_writes(
+                options["embed_writes"], self.stdout.write, options["embed_rounds"]
+            )
             results["embed_writes"]["load_average"] = load_average()
         if "builder" in sections:
             from powercontext.evaluation.bench.sections import bench_builder
