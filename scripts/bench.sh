@@ -3,7 +3,11 @@
 # database that may be wiped. Each pass: the in-process sections (manage.py bench), then the
 # HTTP section against gunicorn serving the same database (manage.py bench_http).
 # Results: bench-results/<vendor>.json and bench-results/<vendor>-http.json.
-# BENCH_SKIP_HTTP=1 skips the HTTP section, BENCH_SKIP_REVIEW=1 the review page and bulk approve.
+# BENCH_SKIP_HTTP=1 skips the HTTP section, BENCH_SKIP_REVIEW=1 the review page and bulk approve,
+# BENCH_SKIP_SQLITE=1 the SQLite pass (to run PostgreSQL alone).
+# The HTTP section also serves the database without the model (POWERCONTEXT_EMBEDDINGS=false) on
+# BENCH_HTTP_PORT+1 to compare hybrid with full text alone, and times the first prepare of
+# BENCH_COLD_STARTS fresh one-worker gunicorns (default 3; 0 skips) on BENCH_HTTP_PORT+2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -15,6 +19,9 @@ export POWERCONTEXT_REQUIRE_TOKEN=${POWERCONTEXT_REQUIRE_TOKEN:-false}
 export SECRET_KEY=${SECRET_KEY:-$("$PY" -c 'import secrets; print(secrets.token_urlsafe(64))')}
 BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-8765}
 BENCH_WORKERS=${BENCH_WORKERS:-2}
+BENCH_COLD_STARTS=${BENCH_COLD_STARTS:-3}
+FTS_PORT=$((BENCH_HTTP_PORT + 1))
+COLD_PORT=$((BENCH_HTTP_PORT + 2))
 mkdir -p bench-results data/bench
 
 run_pass() {
@@ -32,19 +39,26 @@ run_pass() {
     env -u CELERY_BROKER_URL DATABASE_URL="$url" .venv/bin/gunicorn powercontext.wsgi \
       -w "$BENCH_WORKERS" -b "127.0.0.1:${BENCH_HTTP_PORT}" --log-level warning &
     local server=$!
-    trap 'kill $server 2>/dev/null || true' EXIT
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" POWERCONTEXT_EMBEDDINGS=false .venv/bin/gunicorn powercontext.wsgi \
+      -w "$BENCH_WORKERS" -b "127.0.0.1:${FTS_PORT}" --log-level warning &
+    local fts_server=$!
+    trap 'kill $server $fts_server 2>/dev/null || true' EXIT
     timeout 60 bash -c "until curl -sf http://127.0.0.1:${BENCH_HTTP_PORT}/health/ready >/dev/null; do sleep 0.2; done"
+    timeout 60 bash -c "until curl -sf http://127.0.0.1:${FTS_PORT}/health/ready >/dev/null; do sleep 0.2; done"
     env DATABASE_URL="$url" "$PY" manage.py bench_http --url "http://127.0.0.1:${BENCH_HTTP_PORT}" \
-      --json "bench-results/${name}-http.json" || { kill "$server"; exit 1; }
-    kill "$server"; wait "$server" 2>/dev/null || true
+      --fts-url "http://127.0.0.1:${FTS_PORT}" --cold-starts "$BENCH_COLD_STARTS" --cold-port "$COLD_PORT" \
+      --json "bench-results/${name}-http.json" || { kill "$server" "$fts_server"; exit 1; }
+    kill "$server" "$fts_server"; wait "$server" "$fts_server" 2>/dev/null || true
     trap - EXIT
   fi
 }
 
 # gunicorn serves the admin's static files through WhiteNoise from the collected directory.
 "$PY" manage.py collectstatic --noinput -v0
-rm -f data/bench/bench.sqlite3*
-run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
+if [ "${BENCH_SKIP_SQLITE:-0}" != "1" ]; then
+  rm -f data/bench/bench.sqlite3*
+  run_pass sqlite "sqlite:///$PWD/data/bench/bench.sqlite3" "$@"
+fi
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
   run_pass postgresql "$BENCH_POSTGRES_URL" "$@"
 else

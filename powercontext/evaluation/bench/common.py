@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -62,3 +64,41 @@ class Corpus:
     def query(self) -> str:
         # Three content words from the whole vocabulary (uniform): what a prompt shares with notes.
         return " ".join(self.random.sample(self.words, 3))
+
+
+def interleaved(
+    calls: dict[str, Callable[[int], Any]], runs: int, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, list[float]]:
+    """Milliseconds of each named call, ``runs`` times, interleaved: run ``i`` calls every variant
+    once with argument ``i``, starting with a different variant each run (rotating), so that
+    the variants share the machine's load and none always goes first (warming the other's
+    caches)."""
+    names = list(calls)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(runs):
+        shift = i % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = clock()
+            calls[name](i)
+            out[name].append((clock() - start) * 1000)
+    return out
+
+
+def compare(timings: dict[str, list[float]], numerator: str, denominator: str) -> dict[str, Any]:
+    """p50 and p95 of two variants measured together and the p50 ratio numerator / denominator
+    (None when the denominator's p50 is 0)."""
+    a, b = timings[numerator], timings[denominator]
+    a50, b50 = statistics.median(a), statistics.median(b)
+    return {
+        f"{numerator}_p50_ms": round(a50, 3),
+        f"{numerator}_p95_ms": round(percentile(a, 0.95), 3),
+        f"{denominator}_p50_ms": round(b50, 3),
+        f"{denominator}_p95_ms": round(percentile(b, 0.95), 3),
+        f"{numerator}_vs_{denominator}_p50": round(a50 / b50, 2) if b50 > 0 else None,
+        "samples": len(a),
+    }
+
+
+def load_average() -> list[float]:
+    """The machine's 1, 5 and 15 minute load averages (``uptime``), rounded."""
+    return [round(value, 2) for value in os.getloadavg()]

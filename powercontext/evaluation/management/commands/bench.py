@@ -19,7 +19,15 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
 from powercontext import search
-from powercontext.evaluation.bench.common import SCOPE, Corpus, percentile, timed
+from powercontext.evaluation.bench.common import (
+    SCOPE,
+    Corpus,
+    compare,
+    interleaved,
+    load_average,
+    percentile,
+    timed,
+)
 from powercontext.memory.selectors import memory_search
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
@@ -47,6 +55,12 @@ class Command(BaseCommand):
             "--embed-writes", type=int, default=1000, help="remembers per mode in the embed_writes section"
         )
         parser.add_argument(
+            "--embed-rounds",
+            type=int,
+            default=1,
+            help="rounds of the three modes in the embed_writes section",
+        )
+        parser.add_argument(
             "--pipeline-sessions", type=int, default=1000, help="captured sessions for the pipeline section"
         )
         parser.add_argument(
@@ -57,7 +71,7 @@ class Command(BaseCommand):
         sections = {s.strip() for s in options["sections"].split(",") if s.strip()}
         if options["metrics_overhead"]:
             sections = {"metrics"}
-        results: dict[str, Any] = {"database": connection.vendor}
+        results: dict[str, Any] = {"database": connection.vendor, "load_average_start": load_average()}
         if "metrics" in sections:
             from powercontext.evaluation.bench.metrics import bench_metrics
 
@@ -67,7 +81,10 @@ class Command(BaseCommand):
         if "embed_writes" in sections:
             from powercontext.evaluation.bench.sections import bench_embed_writes
 
-            results["embed_writes"] = bench_embed_writes(options["embed_writes"], self.stdout.write)
+            results["embed_writes"] = bench_embed_writes(
+                options["embed_writes"], self.stdout.write, options["embed_rounds"]
+            )
+            results["embed_writes"]["load_average"] = load_average()
         if "builder" in sections:
             from powercontext.evaluation.bench.sections import bench_builder
 
@@ -83,6 +100,7 @@ class Command(BaseCommand):
             results["pipeline"] = bench_pipeline(
                 options["pipeline_sessions"], options["samples"], self.stdout.write
             )
+        results["load_average_end"] = load_average()
         results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         self.stdout.write(json.dumps(results, indent=2))
         if options["json_path"]:
@@ -145,6 +163,7 @@ class Command(BaseCommand):
             # The in-process vector cache this process holds after the prepares (the scope's
             # Memory matrix and Experience rows; POWERCONTEXT_VECTOR_CACHE_MB bounds it).
             row["vector_cache_bytes"] = vector_cache.cache_stats()["bytes"]
+            row["hybrid_vs_fts"] = _hybrid_vs_fts(prepare, [corpus.query() for _ in range(samples)])
             results["sizes"][str(size)] = row
             self.stdout.write(json.dumps({str(size): row}))
         started = time.perf_counter()
@@ -159,6 +178,25 @@ class Command(BaseCommand):
         }
         self.stdout.write(json.dumps({"store": results}))
         return results
+
+
+def _hybrid_vs_fts(prepare: Callable[[str, str], Any], queries: list[str]) -> dict[str, Any] | None:
+    """Prepare by the best mode (hybrid) against full text alone (the model unavailable, as with
+    ``POWERCONTEXT_EMBEDDINGS=off``: no query embedding, no similarity), interleaved query by
+    query on new queries (each embedded afresh); None without the model."""
+    model = embedding.embedder()
+    if model is None:
+        return None
+    model.forget_queries()
+
+    def fts(query: str) -> None:
+        with embedding.unavailable():
+            prepare(SCOPE, query)
+
+    timings = interleaved(
+        {"hybrid": lambda i: prepare(SCOPE, queries[i]), "fts": lambda i: fts(queries[i])}, len(queries)
+    )
+    return {**compare(timings, "hybrid", "fts"), "load_average": load_average()}
 
 
 def _prepare_callable() -> Callable[[str, str], Any]:

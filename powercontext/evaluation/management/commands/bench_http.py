@@ -1,6 +1,13 @@
 """HTTP benchmark against a running server: prepare vs /health/live latency, throughput, and
 MCP ``tools/call`` vs the same REST operation (search_memory, remember_memory).
 
+With ``--fts-url`` (a second server on the same database with ``POWERCONTEXT_EMBEDDINGS=false``)
+it also compares prepare latency and throughput with the model (hybrid) and without (full text
+alone), alternating between the servers. With ``--cold-starts N`` it starts ``gunicorn
+powercontext.wsgi -w 1`` N times from the working directory (so ``gunicorn.conf.py`` loads the
+model at worker start), waits for ``/health/live`` and times the first prepare of each fresh
+worker (and the second, for comparison).
+
 Run by scripts/bench.sh against gunicorn serving the benchmark database. The load generator
 shares the machine with the server, so compare figures from one run as ratios.
 """
@@ -8,7 +15,10 @@ shares the machine with the server, so compare figures from one run as ratios.
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +28,14 @@ from typing import Any
 import httpx
 from django.core.management.base import BaseCommand, CommandParser
 
-from powercontext.evaluation.bench.common import SCOPE, Corpus, percentile
+from powercontext.evaluation.bench.common import (
+    SCOPE,
+    Corpus,
+    compare,
+    interleaved,
+    load_average,
+    percentile,
+)
 
 
 class Command(BaseCommand):
@@ -30,9 +47,18 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=8)
         parser.add_argument("--seconds", type=float, default=10.0, help="duration of the throughput run")
         parser.add_argument("--json", dest="json_path")
+        parser.add_argument(
+            "--fts-url", help="a server on the same database without the model, to compare hybrid with"
+        )
+        parser.add_argument(
+            "--throughput-rounds", type=int, default=4, help="alternating rounds per server with --fts-url"
+        )
+        parser.add_argument("--cold-starts", type=int, default=0, help="fresh one-worker gunicorns to time")
+        parser.add_argument("--cold-port", type=int, default=8799, help="their port")
 
     def handle(self, *args: Any, **options: Any) -> None:
         url, samples = options["url"].rstrip("/"), options["samples"]
+        load_start = load_average()
         corpus = Corpus()
         queries = [corpus.query() for _ in range(samples)]
         with httpx.Client(base_url=url, timeout=30) as client:
@@ -55,6 +81,14 @@ class Command(BaseCommand):
         }
         results.update(self._throughput(url, queries, options["clients"], options["seconds"]))
         results.update(self._mcp_vs_rest(url, queries, samples))
+        results["load_average_start"] = load_start
+        results["load_average_end"] = load_average()
+        if options["fts_url"]:
+            results["hybrid_vs_fts"] = self._hybrid_vs_fts(
+                url, options["fts_url"].rstrip("/"), corpus, options, samples
+            )
+        if options["cold_starts"]:
+            results["cold_start"] = self._cold_starts(options["cold_starts"], options["cold_port"], corpus)
         self.stdout.write(json.dumps(results, indent=2))
         if options["json_path"]:
             with open(options["json_path"], "w", encoding="utf-8") as handle:
@@ -146,6 +180,127 @@ class Command(BaseCommand):
             "mcp_vs_rest_remember_p50": round(p50["mr"] / p50["rr"], 2),
         }
 
+    def _hybrid_vs_fts(
+        self, url: str, fts_url: str, corpus: Corpus, options: dict[str, Any], samples: int
+    ) -> dict[str, Any]:
+        """Prepare over HTTP with the model (``url``) and without (``fts_url``): p50/p95 with one
+        client, interleaved request by request on new queries, then requests per second with
+        ``--clients`` clients in alternating rounds (hybrid first, then full text, ...), each
+        ``--seconds`` / rounds long (on new queries, then on repeated ones); the figures sum
+        over each server's rounds."""
+        queries = [corpus.query() for _ in range(samples)]
+        with (
+            httpx.Client(base_url=url, timeout=30) as hybrid,
+            httpx.Client(base_url=fts_url, timeout=30) as fts,
+        ):
+
+            def post(client: httpx.Client, i: int) -> None:
+                body = {"scope_id": SCOPE, "query": queries[i], "max_bytes": 8000}
+                if client.post("/v1/context/prepare", json=body).status_code != 200:
+                    raise RuntimeError("unexpected prepare status")
+
+            for _ in range(min(samples, 50)):  # warm both servers' connections and caches
+                query = corpus.query()
+                for client in (hybrid, fts):
+                    client.post("/v1/context/prepare", json={"scope_id": SCOPE, "query": query})
+            timings = interleaved({"hybrid": partial(post, hybrid), "fts": partial(post, fts)}, samples)
+        out: dict[str, Any] = {"latency": compare(timings, "hybrid", "fts")}
+        rounds = max(1, options["throughput_rounds"])
+        seconds = options["seconds"] / rounds
+        # New prompts throughout (none repeats, so no query vector comes from a cache), then the
+        # timed queries above again (every query vector cached: what the plain throughput sees).
+        out["throughput"] = self._alternating(url, fts_url, options["clients"], rounds, seconds, corpus, None)
+        out["throughput_repeated_queries"] = self._alternating(
+            url, fts_url, options["clients"], rounds, seconds, corpus, queries
+        )
+        out["load_average"] = load_average()
+        return out
+
+    def _alternating(
+        self,
+        url: str,
+        fts_url: str,
+        clients: int,
+        rounds: int,
+        seconds: float,
+        corpus: Corpus,
+        queries: list[str] | None,
+    ) -> dict[str, Any]:
+        """Requests per second of each server over ``rounds`` alternating rounds (``queries``, or
+        new ones each round when None)."""
+        totals = {"hybrid": [0, 0.0, 0], "fts": [0, 0.0, 0]}  # requests, seconds, errors
+        for _ in range(rounds):
+            for name, target in (("hybrid", url), ("fts", fts_url)):
+                batch = queries or [corpus.query() for _ in range(int(1000 * seconds) + 100)]
+                run = self._throughput(target, batch, clients, seconds)
+                totals[name][0] += run["throughput_requests"]
+                totals[name][1] += run["throughput_seconds"]
+                totals[name][2] += run["throughput_errors"]
+        rps = {name: (t[0] / t[1] if t[1] else 0.0) for name, t in totals.items()}
+        return {
+            "clients": clients,
+            "rounds": rounds,
+            "hybrid_rps": round(rps["hybrid"], 1),
+            "fts_rps": round(rps["fts"], 1),
+            "hybrid_vs_fts": round(rps["hybrid"] / rps["fts"], 2) if rps["fts"] else None,
+            "errors": totals["hybrid"][2] + totals["fts"][2],
+        }
+
+    @staticmethod
+    def _cold_starts(count: int, port: int, corpus: Corpus) -> dict[str, Any]:
+        """Start a one-worker gunicorn ``count`` times (this process's environment and working
+        directory), wait for ``/health/live``, time the first and the second prepare, stop it."""
+        base = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
+        command = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "powercontext.wsgi",
+            "-w",
+            "1",
+            "-b",
+            f"127.0.0.1:{port}",
+        ]
+        first: list[float] = []
+        second: list[float] = []
+        ready: list[float] = []
+        for _ in range(count):
+            started = time.perf_counter()
+            server = subprocess.Popen([*command, "--log-level", "warning"], env=env)
+            try:
+                with httpx.Client(base_url=base, timeout=30) as client:
+                    while True:
+                        if server.poll() is not None:
+                            raise RuntimeError("gunicorn exited before it answered")
+                        try:
+                            if client.get("/health/live").status_code == 200:
+                                break
+                        except httpx.TransportError:
+                            pass
+                        if time.perf_counter() - started > 120:
+                            raise RuntimeError("gunicorn did not answer /health/live in 120 s")
+                        time.sleep(0.05)  # polling a starting server, not timing anything
+                    ready.append((time.perf_counter() - started) * 1000)
+                    for out in (first, second):
+                        body = {"scope_id": SCOPE, "query": corpus.query(), "max_bytes": 8000}
+                        start = time.perf_counter()
+                        response = client.post("/v1/context/prepare", json=body)
+                        out.append((time.perf_counter() - start) * 1000)
+                        if response.status_code != 200:
+                            raise RuntimeError(f"unexpected status {response.status_code}")
+            finally:
+                server.terminate()
+                server.wait(30)
+        return {
+            "starts": count,
+            "first_prepare_ms": [round(v, 1) for v in first],
+            "first_prepare_max_ms": round(max(first), 1),
+            "second_prepare_ms": [round(v, 1) for v in second],
+            "start_to_live_ms": [round(v) for v in ready],
+            "load_average": load_average(),
+        }
+
     @staticmethod
     def _throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:
         deadline = time.perf_counter() + seconds
@@ -179,4 +334,5 @@ class Command(BaseCommand):
             "throughput_requests": sum(counts),
             "throughput_errors": sum(errors),
             "throughput_rps": round(sum(counts) / elapsed, 1),
+            "throughput_seconds": round(elapsed, 3),
         }
