@@ -31,6 +31,8 @@ def stack(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, 
             SECRET_KEY=A_KEY,
             POWERCONTEXT_EMBEDDINGS="false",
             POWERCONTEXT_DB_CONNECT_TIMEOUT="2",
+            # Service mode requires tokens by default; this test is about the database, not auth.
+            POWERCONTEXT_REQUIRE_TOKEN="false",
             **getattr(request, "param", {}),
         )
         for command in (("migrate", "--noinput", "-v0"), ("collectstatic", "--noinput", "-v0")):
