@@ -12,7 +12,7 @@ from powercontext.core import families
 from powercontext.core.exceptions import InvalidRequest
 from review.selectors.candidate import VersionView
 from review.selectors.queue import BULK_MAX
-from review.services import Submission
+from review.services import Submission, retargeted_refs
 
 REASON_MAX = 2000
 
@@ -118,6 +118,9 @@ class ReviseForm(forms.Form):
     spec: families.FamilySpec
 
     expected_version = _version_field()
+    # Set when a rebase stopped at a merge conflict: saving also retargets the update to this
+    # revision (the reviewer resolved the conflicting fields against it).
+    onto_revision = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
     reason = TextField(
         max_length=REASON_MAX,
         required=False,
@@ -142,12 +145,18 @@ class ReviseForm(forms.Form):
         return cleaned
 
     def submission(self, current: VersionView) -> Submission:
-        """The complete replacement proposal; the evidence and target stay the current version's."""
+        """The complete replacement proposal; the evidence and target stay the current version's
+        (with ``onto_revision``, the target and its reference move to that revision)."""
+        target = dict(current.target) if current.target is not None else None
+        artifact_refs = [dict(ref) for ref in current.artifact_refs]
+        onto = self.cleaned_data.get("onto_revision")
+        if target is not None and onto:
+            target, artifact_refs = retargeted_refs(artifact_refs, target, onto)
         return Submission(
             proposal=self.proposal(),
             source_refs=[dict(ref) for ref in current.source_refs],
-            artifact_refs=[dict(ref) for ref in current.artifact_refs],
-            target=dict(current.target) if current.target is not None else None,
+            artifact_refs=artifact_refs,
+            target=target,
             reason=self.cleaned_data.get("reason") or None,
         )
 
