@@ -155,3 +155,43 @@ class CandidateClaim(models.Model):
 
     def __str__(self) -> str:
         return f"claim on candidate #{self.candidate_id}"
+
+
+class ReviewAction(models.Model):
+    """A decision taken back, or an approved artifact changed afterwards, in the Inbox: who did
+    it, why, and on what. Insert-only, next to ``ReviewDecision`` in the review audit.
+
+    - ``reopened``: a rejected candidate went back to pending (as a new version with the same
+      content); its removed ``ReviewDecision`` is kept here (``prior_*``).
+    - ``retired``: an approved Experience/Skill left recall at ``revision`` (history kept).
+    - ``reverted``: an approved artifact got ``revision``, a copy of ``reverted_to``'s content.
+    """
+
+    class Action(models.TextChoices):
+        REOPENED = "reopened"
+        RETIRED = "retired"
+        REVERTED = "reverted"
+
+    action = models.CharField(max_length=16, choices=Action.choices)
+    candidate = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="actions"
+    )
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField()
+    artifact = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    reverted_to = models.PositiveIntegerField(null=True, blank=True)
+    candidate_version = models.PositiveIntegerField(null=True, blank=True)
+    prior_decision = models.CharField(max_length=16, blank=True, default="")
+    prior_reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    prior_reason = models.TextField(null=True, blank=True)
+    prior_decided_at = models.DateTimeField(null=True, blank=True)
+    acted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["acted_at"], name="review_action_acted")]
+
+    def __str__(self) -> str:
+        return f"{self.action} by #{self.reviewer_id}"

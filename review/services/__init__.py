@@ -386,3 +386,6 @@ from review.services.claims import ClaimChanged as ClaimChanged  # noqa: E402
 from review.services.claims import ClaimOutcome as ClaimOutcome  # noqa: E402
 from review.services.claims import candidate_claim as candidate_claim  # noqa: E402
 from review.services.claims import candidate_unclaim as candidate_unclaim  # noqa: E402
+from review.services.reversal import artifact_retire as artifact_retire  # noqa: E402
+from review.services.reversal import artifact_revert as artifact_revert  # noqa: E402
+from review.services.reversal import candidate_reopen as candidate_reopen  # noqa: E402

@@ -1,0 +1,212 @@
+"""Reversible decisions: reopen a rejected candidate, retire or revert an approved artifact.
+
+Each public function is one transaction: it locks what it changes, checks the version or
+revision the reviewer saw (compare-and-swap), changes it (artifacts only through the artifact
+kernel) and writes one ``ReviewAction`` audit row with the reviewer and the reason.
+
+- Reopen makes a NEW candidate version with the rejected version's content (proposal, evidence,
+  target, reason): the candidate goes back to pending at ``version + 1``, so a page still showing
+  the rejected version cannot act on it, and History shows the reopen. The ``ReviewDecision``
+  (one per candidate) is removed and kept in the audit row (``prior_*``).
+- Retire takes the head out of recall (``artifact_head_retire``); its revisions stay.
+- Revert writes a new revision whose content is an earlier revision's (a retired head may also be
+  reverted to its current revision: that restores it to recall, the undo of a retire).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import F
+
+from powercontext.core import families
+from powercontext.core.exceptions import (
+    ArtifactConflict,
+    ArtifactNotFound,
+    CandidateConflict,
+    CandidateNotFound,
+    CandidateTerminal,
+)
+from powercontext.core.models import Artifact, ArtifactRevision
+from powercontext.core.transactions import compare_and_swap
+from powercontext.memory.artifacts import (
+    Refs,
+    artifact_head_lock,
+    artifact_head_retire,
+    artifact_revision_create,
+    head_ref,
+)
+from powercontext.search import analyzer
+from review.models import Candidate, CandidateVersion, ReviewAction, ReviewDecision
+from review.services.submission import invalid
+
+REVIEWED = (families.Family.EXPERIENCE, families.Family.SKILL)
+
+
+def _reason(reason: str) -> str:
+    if not reason.strip():
+        raise invalid(["reason"], "A reason is required.")
+    return reason.strip()
+
+
+@transaction.atomic(durable=True)
+def candidate_reopen(
+    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
+) -> Candidate:
+    """Put a rejected candidate back to pending as version ``expected_version + 1`` (same content).
+
+    Raises ``CandidateNotFound``, ``CandidateTerminal`` (not rejected: pending or approved),
+    ``CandidateConflict`` (stale version), ``InvalidRequest`` (no reason).
+    """
+    reason = _reason(reason)
+    candidate = (
+        Candidate.objects.select_for_update(of=("self",))
+        .filter(scope_id=scope_id, candidate_id=candidate_id)
+        .select_related("latest")
+        .first()
+    )
+    if candidate is None:
+        raise CandidateNotFound()
+    if candidate.status != Candidate.Status.REJECTED:
+        raise CandidateTerminal(
+            "Only a rejected candidate can be reopened.", details={"status": candidate.status}
+        )
+    if candidate.version != expected_version or candidate.latest is None:
+        raise CandidateConflict(
+            details={"expected_version": expected_version, "current_version": candidate.version}
+        )
+    old = candidate.latest
+    version = CandidateVersion.objects.create(
+        candidate=candidate,
+        version=expected_version + 1,
+        proposal=old.proposal,
+        source_refs=old.source_refs,
+        artifact_refs=old.artifact_refs,
+        target=old.target,
+        reason=old.reason,
+        created_by=reviewer,
+        terms_sketch=old.terms_sketch,
+        terms_count=old.terms_count,
+    )
+    match = {"pk": candidate.pk, "version": expected_version, "status": Candidate.Status.REJECTED}
+    changes = {
+        "status": Candidate.Status.PENDING,
+        "version": F("version") + 1,
+        "latest": version,
+        "decision_reason": None,
+    }
+    if not compare_and_swap(Candidate, match=match, changes=changes):  # pragma: no cover - locked
+        raise CandidateConflict(details={"expected_version": expected_version})
+    decision = ReviewDecision.objects.filter(candidate=candidate).select_related("reviewer").first()
+    prior: dict[str, Any] = {}
+    if decision is not None:
+        prior = {
+            "prior_decision": decision.decision,
+            "prior_reviewer": decision.reviewer,
+            "prior_reason": decision.reason,
+            "prior_decided_at": decision.decided_at,
+        }
+        decision.delete()
+    ReviewAction.objects.create(
+        action=ReviewAction.Action.REOPENED,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        candidate_version=expected_version + 1,
+        **prior,
+    )
+    candidate.refresh_from_db()
+    return candidate
+
+
+def _lock_head(scope_id: str, family: str, artifact_id: str, expected_revision: int) -> Artifact:
+    if family not in REVIEWED:
+        raise invalid(["family"], "Only an Experience or a Skill can be retired or reverted here.")
+    head = artifact_head_lock(scope_id=scope_id, family=family, artifact_id=artifact_id)
+    if head is None or head.current_revision == 0:
+        raise ArtifactNotFound()
+    if head.current_revision != expected_revision:
+        raise ArtifactConflict(details={"current": head_ref(head), "expected_revision": expected_revision})
+    return head
+
+
+@transaction.atomic(durable=True)
+def artifact_retire(
+    *,
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    expected_revision: int,
+    reason: str,
+    reviewer: User,
+    candidate: Candidate | None = None,
+) -> Artifact:
+    """Retire an approved Experience/Skill at ``expected_revision``: gone from recall, its
+    revisions kept. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on, or is
+    already retired), ``InvalidRequest`` (no reason, not a reviewed family)."""
+    reason = _reason(reason)
+    head = _lock_head(scope_id, family, artifact_id, expected_revision)
+    if head.state == Artifact.State.RETIRED:
+        raise ArtifactConflict(
+            "The artifact is already retired.", details={"current": head_ref(head), "state": head.state}
+        )
+    artifact_head_retire(head=head)
+    ReviewAction.objects.create(
+        action=ReviewAction.Action.RETIRED,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        artifact=head,
+        revision=head.current_revision,
+    )
+    return head
+
+
+@transaction.atomic(durable=True)
+def artifact_revert(
+    *,
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    expected_revision: int,
+    to_revision: int,
+    reason: str,
+    reviewer: User,
+    candidate: Candidate | None = None,
+) -> Artifact:
+    """Write revision ``expected_revision + 1`` with the content of revision ``to_revision``
+    (earlier; or the current one of a retired head, which restores it), through the artifact
+    kernel, so it is indexed and recalled (Experience) like an approval. Its ``artifact_refs``
+    cite the revision it copies. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head
+    moved on), ``InvalidRequest`` (no reason, no such earlier revision)."""
+    reason = _reason(reason)
+    head = _lock_head(scope_id, family, artifact_id, expected_revision)
+    highest = head.current_revision if head.state == Artifact.State.RETIRED else head.current_revision - 1
+    if not 1 <= to_revision <= highest:
+        raise invalid(["to_revision"], f"Revision {to_revision} is not an earlier revision of this artifact.")
+    old = ArtifactRevision.objects.get(head=head, revision=to_revision)
+    spec = families.spec(family)
+    searchable = analyzer.searchable_text(spec.searchable_values(old.content)) if spec.recallable else None
+    artifact_revision_create(
+        head=head,
+        expected_revision=expected_revision,
+        content=old.content,
+        refs=Refs(
+            source_refs=list(old.source_refs),
+            artifact_refs=[{"family": family, "artifact_id": artifact_id, "revision": to_revision}],
+        ),
+        created_by=reviewer,
+        searchable_text=searchable,
+    )
+    ReviewAction.objects.create(
+        action=ReviewAction.Action.REVERTED,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        artifact=head,
+        revision=head.current_revision,
+        reverted_to=to_revision,
+    )
+    return head
