@@ -42,6 +42,30 @@ class RebaseForm(forms.Form):
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
 
 
+def _reason_field() -> TextField:
+    return TextField(max_length=REASON_MAX, label="Reason", widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ReopenForm(forms.Form):
+    """Reopen a rejected candidate: the rejected version the reviewer saw, and why."""
+
+    expected_version = _version_field()
+    reason = _reason_field()
+
+
+class RetireForm(forms.Form):
+    """Retire the approved artifact at the revision the reviewer saw, and why."""
+
+    expected_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    reason = _reason_field()
+
+
+class RevertForm(RetireForm):
+    """Revert the approved artifact (at the revision the reviewer saw) to an earlier revision."""
+
+    to_revision = forms.IntegerField(min_value=1, label="Revert to revision")
+
+
 class ClaimForm(forms.Form):
     """ "Assign to me": the claimant the reviewer saw (0: nobody), so a claim made meanwhile is
     reported instead of silently taken over; ``back`` says which page to return to."""

@@ -20,6 +20,7 @@ from powercontext.core.exceptions import ArtifactConflict, CandidateTerminal, Co
 from review import services
 from review.forms import REVISE_FORMS, ApproveForm, RebaseForm, RejectForm, add_service_errors
 from review.models import Candidate
+from review.selectors import actions as action_selectors
 from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
@@ -85,6 +86,7 @@ def _candidate_context(
         ),
         "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         "similar": similar_selectors.candidate_similar(candidate),
+        "take_back": action_selectors.take_back(candidate),
     }
 
 
@@ -124,6 +126,8 @@ def _conflict(
             "seen_version": seen,
             "changes": changes,
             "artifact_conflict": isinstance(exc, ArtifactConflict),
+            "artifact_action": action in ("retire", "revert"),
+            "artifact_state": (exc.details or {}).get("state"),
             "current_head": current_head,
             "filter_qs": filterset_for(request).querystring(),
             "can_review": can_review(request),
