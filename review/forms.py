@@ -64,6 +64,7 @@ class RevertForm(RetireForm):
     """Revert the approved artifact (at the revision the reviewer saw) to an earlier revision."""
 
     to_revision = forms.IntegerField(min_value=1, label="Revert to revision")
+    expected_state = forms.ChoiceField(choices=[("active", "active"), ("retired", "retired")])
 
 
 class ClaimForm(forms.Form):

@@ -121,14 +121,19 @@ def candidate_reopen(
     return candidate
 
 
-def _lock_head(scope_id: str, family: str, artifact_id: str, expected_revision: int) -> Artifact:
+def _lock_head(
+    scope_id: str, family: str, artifact_id: str, expected_revision: int, expected_state: str
+) -> Artifact:
     if family not in REVIEWED:
         raise invalid(["family"], "Only an Experience or a Skill can be retired or reverted here.")
     head = artifact_head_lock(scope_id=scope_id, family=family, artifact_id=artifact_id)
     if head is None or head.current_revision == 0:
         raise ArtifactNotFound()
-    if head.current_revision != expected_revision:
-        raise ArtifactConflict(details={"current": head_ref(head), "expected_revision": expected_revision})
+    if head.current_revision != expected_revision or head.state != expected_state:
+        raise ArtifactConflict(
+            f"The artifact is {head.state} at revision {head.current_revision}.",
+            details={"current": head_ref(head), "state": head.state},
+        )
     return head
 
 
@@ -147,11 +152,7 @@ def artifact_retire(
     revisions kept. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on, or is
     already retired), ``InvalidRequest`` (no reason, not a reviewed family)."""
     reason = _reason(reason)
-    head = _lock_head(scope_id, family, artifact_id, expected_revision)
-    if head.state == Artifact.State.RETIRED:
-        raise ArtifactConflict(
-            "The artifact is already retired.", details={"current": head_ref(head), "state": head.state}
-        )
+    head = _lock_head(scope_id, family, artifact_id, expected_revision, Artifact.State.ACTIVE)
     artifact_head_retire(head=head)
     ReviewAction.objects.create(
         action=ReviewAction.Action.RETIRED,
@@ -175,14 +176,17 @@ def artifact_revert(
     reason: str,
     reviewer: User,
     candidate: Candidate | None = None,
+    expected_state: str = Artifact.State.ACTIVE,
 ) -> Artifact:
     """Write revision ``expected_revision + 1`` with the content of revision ``to_revision``
     (earlier; or the current one of a retired head, which restores it), through the artifact
     kernel, so it is indexed and recalled (Experience) like an approval. Its ``artifact_refs``
-    cite the revision it copies. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head
-    moved on), ``InvalidRequest`` (no reason, no such earlier revision)."""
+    cite the revision it copies. The compare-and-swap covers the head's state too
+    (``expected_state``, as the reviewer saw it), so a revert never silently undoes a retire it
+    did not see. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on or changed
+    state), ``InvalidRequest`` (no reason, no such earlier revision)."""
     reason = _reason(reason)
-    head = _lock_head(scope_id, family, artifact_id, expected_revision)
+    head = _lock_head(scope_id, family, artifact_id, expected_revision, expected_state)
     highest = head.current_revision if head.state == Artifact.State.RETIRED else head.current_revision - 1
     if not 1 <= to_revision <= highest:
         raise invalid(["to_revision"], f"Revision {to_revision} is not an earlier revision of this artifact.")

@@ -114,6 +114,7 @@ def candidate_revert(request: HttpRequest, pk: int) -> HttpResponse:
             artifact_id=artifact_id,
             expected_revision=int(str(data["expected_revision"])),
             to_revision=int(str(data["to_revision"])),
+            expected_state=str(data["expected_state"]),
             reason=str(data["reason"]),
             reviewer=reviewer_of(request),
             candidate=candidate,

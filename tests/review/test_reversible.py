@@ -18,6 +18,7 @@ from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.prepare.selection import context_candidates
 from review import services
 from review.models import Candidate, ReviewAction, ReviewDecision
+from tests.powercontext.test_concurrency import run_together
 from tests.review.factories import (
     experience_proposal,
     make_approved,
@@ -180,8 +181,9 @@ def _retire(ref: dict[str, Any], expected: int, family: str = EXPERIENCE) -> Art
     )
 
 
-def _revert(ref: dict[str, Any], expected: int, to: int) -> Artifact:
+def _revert(ref: dict[str, Any], expected: int, to: int, state: str = "active") -> Artifact:
     return services.artifact_revert(
+        expected_state=state,
         scope_id="repo",
         family=EXPERIENCE,
         artifact_id=ref["artifact_id"],
@@ -215,8 +217,10 @@ def test_a_retired_experience_is_no_longer_recalled_and_its_history_is_kept() ->
     )
     with pytest.raises(ArtifactConflict):  # already retired
         _retire(ref, 1)
+    with pytest.raises(ArtifactConflict):  # a revert from a page that saw it active
+        _revert(ref, 1, 1)
     # Reverting a retired head to its current revision restores it to recall.
-    _revert(ref, 1, 1)
+    _revert(ref, 1, 1, state="retired")
     assert _recalled("zebrafish fixtures") == [(ref["artifact_id"], 2, "quarantine the zebrafish fixtures")]
 
 
@@ -283,6 +287,28 @@ def test_a_skill_can_be_retired_and_reverted() -> None:
         to_revision=1,
         reason="retired by mistake",
         reviewer=make_reviewer(),
+        expected_state="retired",
     )
     assert (restored.state, restored.current_revision) == (Artifact.State.ACTIVE, 2)
     assert _content(ref["artifact_id"], 2) == proposal
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_retire_racing_a_revert_of_the_same_revision_leaves_one_winner_on_postgres() -> None:
+    proposal = experience_proposal()
+    _, ref = make_approved("repo", proposal=proposal)
+    _approve(_update(ref, {**proposal, "lesson": "second"}))
+    make_reviewer("olga")
+
+    results = run_together([lambda: _retire(ref, 2), lambda: _revert(ref, 2, 1)])
+
+    winners = [r for r in results if isinstance(r, Artifact)]
+    losers = [r for r in results if isinstance(r, ArtifactConflict)]
+    assert len(winners) == 1 and len(losers) == 1, results
+    head = Artifact.objects.get(artifact_id=ref["artifact_id"])
+    assert ReviewAction.objects.count() == 1
+    if ReviewAction.objects.get().action == "retired":
+        assert (head.current_revision, head.state, head.recallable) == (2, "retired", False)
+    else:
+        assert (head.current_revision, head.state) == (3, "active")

@@ -104,7 +104,10 @@ def test_retire_from_the_candidate_page_removes_it_from_recall(reviewer: User, v
     assert "no longer recalled" in body and "the lesson is wrong" in body and 'data-action="retired"' in body
     # Restoring: revert to the current revision of the retired head.
     assert 'id="revert-form"' in body and 'id="retire-form"' not in body
-    client.post(url("revert", candidate), {"expected_revision": 1, "to_revision": 1, "reason": "restore"})
+    stale = {"expected_revision": 1, "to_revision": 1, "reason": "restore", "expected_state": "active"}
+    assert client.post(url("revert", candidate), stale).status_code == 409  # it saw it active
+    assert 'name="expected_state" value="retired"' in body
+    client.post(url("revert", candidate), {**stale, "expected_state": "retired"})
     assert _lessons("okapi bearings") == ["grease the okapi bearings"]
 
 
@@ -115,7 +118,10 @@ def test_retire_or_revert_on_a_stale_revision_is_a_409(reviewer: User) -> None:
     response = client.post(url("retire", base), {"expected_revision": 1, "reason": "x"})
     assert response.status_code == 409
     assert "The artifact changed since you saw it" in text_of(response) and "revision 2" in text_of(response)
-    response = client.post(url("revert", base), {"expected_revision": 1, "to_revision": 1, "reason": "x"})
+    response = client.post(
+        url("revert", base),
+        {"expected_revision": 1, "to_revision": 1, "reason": "x", "expected_state": "active"},
+    )
     assert response.status_code == 409
     assert Artifact.objects.get(pk=base.result_head_id).current_revision == 2
     assert not ReviewAction.objects.exists()
@@ -131,7 +137,8 @@ def test_revert_from_the_candidate_page_is_recalled_with_the_old_content(reviewe
     body = text_of(client.get(url("candidate", update)))
     assert '<option value="1">1</option>' in body
     response = client.post(
-        url("revert", update), {"expected_revision": 2, "to_revision": 1, "reason": "noon was right"}
+        url("revert", update),
+        {"expected_revision": 2, "to_revision": 1, "reason": "noon was right", "expected_state": "active"},
     )
     assert response.status_code == 302
     assert _lessons("capybara") == ["feed the capybara at noon"]
