@@ -41,7 +41,9 @@ def _act(
     url = candidate_url(pk, qs)
     form = form_class(request.POST)
     if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+        )
         messages.error(request, f"Not done ({action}): {problems}")
         return HttpResponseRedirect(url)
     data = form.cleaned_data
