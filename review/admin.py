@@ -263,7 +263,7 @@ class ReviewActionAdmin(ReadOnlyAdmin):
     list_select_related = ("candidate", "artifact", "reviewer")
     list_filter = ("action", ("reviewer", admin.RelatedFieldListFilter))
     date_hierarchy = "acted_at"
-    raw_id_fields = ("candidate", "artifact", "reviewer", "prior_reviewer")
+    raw_id_fields = ("candidate", "artifact", "reviewer", "reopened_as")
     search_fields = ("candidate__candidate_id__exact", "artifact__artifact_id__exact")
     search_help_text = "Exact candidate id or artifact id."
     fields = (
@@ -275,9 +275,6 @@ class ReviewActionAdmin(ReadOnlyAdmin):
         "reverted_to",
         "reviewer",
         "reason",
-        "prior_decision",
-        "prior_reviewer",
-        "prior_reason",
-        "prior_decided_at",
+        "reopened_as",
         "acted_at",
     )

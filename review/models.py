@@ -161,8 +161,8 @@ class ReviewAction(models.Model):
     """A decision taken back, or an approved artifact changed afterwards, in the Inbox: who did
     it, why, and on what. Insert-only, next to ``ReviewDecision`` in the review audit.
 
-    - ``reopened``: a rejected candidate went back to pending (as a new version with the same
-      content); its removed ``ReviewDecision`` is kept here (``prior_*``).
+    - ``reopened``: a rejected candidate was proposed again as a new pending candidate with the
+      same content (``reopened_as``); the rejected one and its ``ReviewDecision`` stay as they were.
     - ``retired``: an approved Experience/Skill left recall at ``revision`` (history kept).
     - ``reverted``: an approved artifact got ``revision``, a copy of ``reverted_to``'s content.
     """
@@ -182,12 +182,9 @@ class ReviewAction(models.Model):
     revision = models.PositiveIntegerField(null=True, blank=True)
     reverted_to = models.PositiveIntegerField(null=True, blank=True)
     candidate_version = models.PositiveIntegerField(null=True, blank=True)
-    prior_decision = models.CharField(max_length=16, blank=True, default="")
-    prior_reviewer = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    reopened_as = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="reopened_from"
     )
-    prior_reason = models.TextField(null=True, blank=True)
-    prior_decided_at = models.DateTimeField(null=True, blank=True)
     acted_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

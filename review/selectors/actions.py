@@ -10,7 +10,7 @@ from review.models import Candidate, ReviewAction
 
 @dataclass(frozen=True)
 class TakeBack:
-    """``reopen``: the candidate is rejected (it can go back to pending). ``head``: the approved
+    """``reopen``: the candidate is rejected and not reopened yet (its content can be proposed again). ``head``: the approved
     artifact's head as it is now (retire while active; revert to ``revert_to``, newest first)."""
 
     reopen: bool
@@ -31,7 +31,8 @@ def take_back(candidate: Candidate) -> TakeBack:
             )
             revert_to = tuple(range(highest, 0, -1))
     return TakeBack(
-        reopen=candidate.status == Candidate.Status.REJECTED,
+        reopen=candidate.status == Candidate.Status.REJECTED
+        and not any(act.action == ReviewAction.Action.REOPENED for act in actions),
         head=head,
         revert_to=revert_to,
         actions=tuple(actions.order_by("-acted_at", "-pk")),

@@ -4,10 +4,10 @@ Each public function is one transaction: it locks what it changes, checks the ve
 revision the reviewer saw (compare-and-swap), changes it (artifacts only through the artifact
 kernel) and writes one ``ReviewAction`` audit row with the reviewer and the reason.
 
-- Reopen makes a NEW candidate version with the rejected version's content (proposal, evidence,
-  target, reason): the candidate goes back to pending at ``version + 1``, so a page still showing
-  the rejected version cannot act on it, and History shows the reopen. The ``ReviewDecision``
-  (one per candidate) is removed and kept in the audit row (``prior_*``).
+- Reopen proposes the rejected version's content (proposal, evidence, target, reason) again as a
+  NEW pending candidate, written by the reviewer; the rejected candidate and its
+  ``ReviewDecision`` are never changed or removed (decisions are insert-only), and the audit row
+  links the two (``reopened_as``). A second reopen of the same rejection is refused.
 - Retire takes the head out of recall (``artifact_head_retire``); its revisions stay.
 - Revert writes a new revision whose content is an earlier revision's (a retired head may also be
   reverted to its current revision: that restores it to recall, the undo of a retire).
@@ -15,11 +15,10 @@ kernel) and writes one ``ReviewAction`` audit row with the reviewer and the reas
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
 
 from powercontext.core import families
 from powercontext.core.exceptions import (
@@ -30,7 +29,6 @@ from powercontext.core.exceptions import (
     CandidateTerminal,
 )
 from powercontext.core.models import Artifact, ArtifactRevision
-from powercontext.core.transactions import compare_and_swap
 from powercontext.memory.artifacts import (
     Refs,
     artifact_head_lock,
@@ -39,7 +37,7 @@ from powercontext.memory.artifacts import (
     head_ref,
 )
 from powercontext.search import analyzer
-from review.models import Candidate, CandidateVersion, ReviewAction, ReviewDecision
+from review.models import Candidate, CandidateVersion, ReviewAction
 from review.services.submission import invalid
 
 REVIEWED = (families.Family.EXPERIENCE, families.Family.SKILL)
@@ -55,10 +53,11 @@ def _reason(reason: str) -> str:
 def candidate_reopen(
     *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
 ) -> Candidate:
-    """Put a rejected candidate back to pending as version ``expected_version + 1`` (same content).
+    """Propose a rejected candidate's content again as a new pending candidate (version 1, written
+    by ``reviewer``); the rejected candidate, its versions and its decision stay as they are.
 
-    Raises ``CandidateNotFound``, ``CandidateTerminal`` (not rejected: pending or approved),
-    ``CandidateConflict`` (stale version), ``InvalidRequest`` (no reason).
+    Raises ``CandidateNotFound``, ``CandidateTerminal`` (not rejected), ``CandidateConflict``
+    (stale version, or this rejection was already reopened), ``InvalidRequest`` (no reason).
     """
     reason = _reason(reason)
     candidate = (
@@ -77,10 +76,21 @@ def candidate_reopen(
         raise CandidateConflict(
             details={"expected_version": expected_version, "current_version": candidate.version}
         )
+    earlier = ReviewAction.objects.filter(candidate=candidate, action=ReviewAction.Action.REOPENED).first()
+    if earlier is not None:  # the row lock above serializes two reopens of one rejection
+        raise CandidateConflict(
+            "This rejection was already reopened.", details={"reopened_as": earlier.reopened_as_id}
+        )
     old = candidate.latest
-    version = CandidateVersion.objects.create(
-        candidate=candidate,
-        version=expected_version + 1,
+    copy = Candidate.objects.create(
+        scope_id=candidate.scope_id,
+        candidate_id=f"cand_{uuid.uuid4().hex}",
+        family=candidate.family,
+        version=1,
+    )
+    copy.latest = CandidateVersion.objects.create(
+        candidate=copy,
+        version=1,
         proposal=old.proposal,
         source_refs=old.source_refs,
         artifact_refs=old.artifact_refs,
@@ -90,35 +100,16 @@ def candidate_reopen(
         terms_sketch=old.terms_sketch,
         terms_count=old.terms_count,
     )
-    match = {"pk": candidate.pk, "version": expected_version, "status": Candidate.Status.REJECTED}
-    changes = {
-        "status": Candidate.Status.PENDING,
-        "version": F("version") + 1,
-        "latest": version,
-        "decision_reason": None,
-    }
-    if not compare_and_swap(Candidate, match=match, changes=changes):  # pragma: no cover - locked
-        raise CandidateConflict(details={"expected_version": expected_version})
-    decision = ReviewDecision.objects.filter(candidate=candidate).select_related("reviewer").first()
-    prior: dict[str, Any] = {}
-    if decision is not None:
-        prior = {
-            "prior_decision": decision.decision,
-            "prior_reviewer": decision.reviewer,
-            "prior_reason": decision.reason,
-            "prior_decided_at": decision.decided_at,
-        }
-        decision.delete()
+    copy.save(update_fields=["latest"])
     ReviewAction.objects.create(
         action=ReviewAction.Action.REOPENED,
         candidate=candidate,
         reviewer=reviewer,
         reason=reason,
-        candidate_version=expected_version + 1,
-        **prior,
+        candidate_version=expected_version,
+        reopened_as=copy,
     )
-    candidate.refresh_from_db()
-    return candidate
+    return copy
 
 
 def _lock_head(

@@ -81,7 +81,7 @@ def candidate_reopen(request: HttpRequest, pk: int) -> HttpResponse:
             reason=str(data["reason"]),
             reviewer=reviewer_of(request),
         )
-        return f"Reopened candidate #{pk}: pending again as version {reopened.version}."
+        return f"Reopened candidate #{pk} as candidate #{reopened.pk} (pending); the rejection stays in its history."
 
     return _act(request, pk, action="reopen", form_class=ReopenForm, run=run)
 

@@ -131,40 +131,45 @@ def _reopen(candidate: Candidate, version: int, reason: str = "not a duplicate a
     )
 
 
-def test_reopen_puts_a_rejected_candidate_back_to_pending_as_a_new_version_and_audits_it() -> None:
+def test_reopen_proposes_the_rejected_content_again_and_keeps_the_rejection_as_it_was() -> None:
     candidate = _reject(make_candidate())
+    decision = ReviewDecision.objects.get(candidate=candidate)
     reopened = _reopen(candidate, 1)
-    assert reopened.status == Candidate.Status.PENDING and reopened.version == 2
-    assert reopened.decision_reason is None
+    assert reopened.pk != candidate.pk
+    assert reopened.status == Candidate.Status.PENDING and reopened.version == 1
     assert reopened.latest.proposal == candidate.latest.proposal
     assert reopened.latest.source_refs == candidate.latest.source_refs
     assert reopened.latest.created_by.username == "olga"
-    assert not ReviewDecision.objects.filter(candidate=reopened).exists()
-    action = ReviewAction.objects.get(candidate=reopened)
+    # Decisions are insert-only: the rejection, its reviewer and reason are untouched.
+    candidate.refresh_from_db()
+    assert candidate.status == Candidate.Status.REJECTED and candidate.version == 1
+    assert ReviewDecision.objects.get(candidate=candidate) == decision
+    assert (decision.reviewer.username, decision.reason) == ("rita", "looked like a duplicate")
+    action = ReviewAction.objects.get(candidate=candidate)
     assert (action.action, action.reviewer.username, action.reason) == (
         "reopened",
         "olga",
         "not a duplicate after all",
     )
-    assert (action.prior_decision, action.prior_reviewer.username) == ("rejected", "rita")
-    assert action.prior_reason == "looked like a duplicate" and action.candidate_version == 2
-    # It can be decided again, like any pending candidate.
+    assert action.reopened_as == reopened and action.candidate_version == 1
+    # It can be decided like any pending candidate.
     assert _approve(reopened).status == Candidate.Status.APPROVED
 
 
-def test_reopen_checks_the_version_the_state_and_the_reason() -> None:
+def test_reopen_checks_the_version_the_state_the_reason_and_reopens_once() -> None:
     candidate = _reject(make_candidate())
     with pytest.raises(CandidateConflict):
         _reopen(candidate, 2)
     with pytest.raises(InvalidRequest):
         _reopen(candidate, 1, reason="  ")
     _reopen(candidate, 1)
-    with pytest.raises(CandidateTerminal):  # pending now: a second reopen from the same page
+    with pytest.raises(CandidateConflict):  # the same rejection, reopened from a stale page
         _reopen(candidate, 1)
     approved, _ = make_approved()
     with pytest.raises(CandidateTerminal):
         _reopen(approved, approved.version)
     assert ReviewAction.objects.count() == 1
+    assert Candidate.objects.filter(status=Candidate.Status.PENDING).count() == 1
 
 
 # --- retire and revert --------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def _lessons(query: str) -> list[str]:
     return [hit.content.lesson for hit in found.experience_hits]
 
 
-def test_a_rejected_candidate_offers_reopen_and_reopening_makes_it_pending(reviewer: User) -> None:
+def test_a_rejected_candidate_offers_reopen_and_reopening_proposes_it_again(reviewer: User) -> None:
     candidate = _rejected(reviewer)
     client = client_for(reviewer)
     body = text_of(client.get(url("candidate", candidate)))
@@ -41,14 +41,14 @@ def test_a_rejected_candidate_offers_reopen_and_reopening_makes_it_pending(revie
         url("reopen", candidate), {"expected_version": 1, "reason": "right scope after all"}
     )
     assert response.status_code == 302 and response["Location"] == url("candidate", candidate)
-    candidate = refresh(candidate)
-    assert (candidate.status, candidate.version) == ("pending", 2)
-    body = text_of(client.get(response["Location"]))
-    assert "Reopened candidate" in body and "right scope after all" in body
-    assert "was rejected by reviewer" in body and "wrong scope" in body  # the audit keeps the old decision
-    assert 'id="approve-form"' in body
+    assert refresh(candidate).status == "rejected"  # the rejection stays as it was
     action = ReviewAction.objects.get()
     assert (action.action, action.reviewer, action.reason) == ("reopened", reviewer, "right scope after all")
+    body = text_of(client.get(response["Location"]))
+    assert "Reopened candidate" in body and "right scope after all" in body
+    assert f"candidate #{action.reopened_as_id}" in body and 'id="reopen-form"' not in body
+    reopened = text_of(client.get(url("candidate", action.reopened_as)))
+    assert 'id="approve-form"' in reopened
 
 
 def test_reopen_needs_a_reason_and_a_reviewer_and_a_post(reviewer: User, viewer: User) -> None:
