@@ -13,7 +13,14 @@ from django.utils.safestring import SafeString
 
 from powercontext.core.admin import ReadOnlyAdmin, json_display, path_display, preformatted
 from review import admin_audit as audit
-from review.models import Candidate, CandidateClaim, CandidateVersion, CannedReason, ReviewDecision
+from review.models import (
+    Candidate,
+    CandidateClaim,
+    CandidateVersion,
+    CannedReason,
+    ReviewAction,
+    ReviewDecision,
+)
 
 
 @admin.display(description="result")
@@ -236,3 +243,38 @@ class CannedReasonAdmin(admin.ModelAdmin):
 
 # The ArtifactRevision admin links into the review audit trail, so it lives with review.
 from review import admin_artifacts  # noqa: E402, F401
+
+
+@admin.register(ReviewAction)
+class ReviewActionAdmin(ReadOnlyAdmin):
+    """The audit of decisions taken back (reopen) and approved artifacts changed afterwards
+    (retire, revert): who, when, why, on what."""
+
+    list_display = (
+        "id",
+        "action",
+        "candidate",
+        "artifact",
+        "revision",
+        "reverted_to",
+        "reviewer",
+        "acted_at",
+    )
+    list_select_related = ("candidate", "artifact", "reviewer")
+    list_filter = ("action", ("reviewer", admin.RelatedFieldListFilter))
+    date_hierarchy = "acted_at"
+    raw_id_fields = ("candidate", "artifact", "reviewer", "reopened_as")
+    search_fields = ("candidate__candidate_id__exact", "artifact__artifact_id__exact")
+    search_help_text = "Exact candidate id or artifact id."
+    fields = (
+        "action",
+        "candidate",
+        "candidate_version",
+        "artifact",
+        "revision",
+        "reverted_to",
+        "reviewer",
+        "reason",
+        "reopened_as",
+        "acted_at",
+    )

@@ -12,7 +12,7 @@ from powercontext.core import families
 from powercontext.core.exceptions import InvalidRequest
 from review.selectors.candidate import VersionView
 from review.selectors.queue import BULK_MAX
-from review.services import Submission
+from review.services import Submission, retargeted_refs
 
 REASON_MAX = 2000
 
@@ -40,6 +40,31 @@ class ApproveForm(forms.Form):
 class RebaseForm(forms.Form):
     expected_version = _version_field()
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+def _reason_field() -> TextField:
+    return TextField(max_length=REASON_MAX, label="Reason", widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ReopenForm(forms.Form):
+    """Reopen a rejected candidate: the rejected version the reviewer saw, and why."""
+
+    expected_version = _version_field()
+    reason = _reason_field()
+
+
+class RetireForm(forms.Form):
+    """Retire the approved artifact at the revision the reviewer saw, and why."""
+
+    expected_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    reason = _reason_field()
+
+
+class RevertForm(RetireForm):
+    """Revert the approved artifact (at the revision the reviewer saw) to an earlier revision."""
+
+    to_revision = forms.IntegerField(min_value=1, label="Revert to revision")
+    expected_state = forms.ChoiceField(choices=[("active", "active"), ("retired", "retired")])
 
 
 class ClaimForm(forms.Form):
@@ -118,6 +143,9 @@ class ReviseForm(forms.Form):
     spec: families.FamilySpec
 
     expected_version = _version_field()
+    # Set when a rebase stopped at a merge conflict: saving also retargets the update to this
+    # revision (the reviewer resolved the conflicting fields against it).
+    onto_revision = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
     reason = TextField(
         max_length=REASON_MAX,
         required=False,
@@ -142,12 +170,18 @@ class ReviseForm(forms.Form):
         return cleaned
 
     def submission(self, current: VersionView) -> Submission:
-        """The complete replacement proposal; the evidence and target stay the current version's."""
+        """The complete replacement proposal; the evidence and target stay the current version's
+        (with ``onto_revision``, the target and its reference move to that revision)."""
+        target = dict(current.target) if current.target is not None else None
+        artifact_refs = [dict(ref) for ref in current.artifact_refs]
+        onto = self.cleaned_data.get("onto_revision")
+        if target is not None and onto:
+            target, artifact_refs = retargeted_refs(artifact_refs, target, onto)
         return Submission(
             proposal=self.proposal(),
             source_refs=[dict(ref) for ref in current.source_refs],
-            artifact_refs=[dict(ref) for ref in current.artifact_refs],
-            target=dict(current.target) if current.target is not None else None,
+            artifact_refs=artifact_refs,
+            target=target,
             reason=self.cleaned_data.get("reason") or None,
         )
 

@@ -155,3 +155,40 @@ class CandidateClaim(models.Model):
 
     def __str__(self) -> str:
         return f"claim on candidate #{self.candidate_id}"
+
+
+class ReviewAction(models.Model):
+    """A decision taken back, or an approved artifact changed afterwards, in the Inbox: who did
+    it, why, and on what. Insert-only, next to ``ReviewDecision`` in the review audit.
+
+    - ``reopened``: a rejected candidate was proposed again as a new pending candidate with the
+      same content (``reopened_as``); the rejected one and its ``ReviewDecision`` stay as they were.
+    - ``retired``: an approved Experience/Skill left recall at ``revision`` (history kept).
+    - ``reverted``: an approved artifact got ``revision``, a copy of ``reverted_to``'s content.
+    """
+
+    class Action(models.TextChoices):
+        REOPENED = "reopened"
+        RETIRED = "retired"
+        REVERTED = "reverted"
+
+    action = models.CharField(max_length=16, choices=Action.choices)
+    candidate = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="actions"
+    )
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reason = models.TextField()
+    artifact = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    reverted_to = models.PositiveIntegerField(null=True, blank=True)
+    candidate_version = models.PositiveIntegerField(null=True, blank=True)
+    reopened_as = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="reopened_from"
+    )
+    acted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["acted_at"], name="review_action_acted")]
+
+    def __str__(self) -> str:
+        return f"{self.action} by #{self.reviewer_id}"

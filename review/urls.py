@@ -16,5 +16,8 @@ urlpatterns = [
     path("candidates/<int:pk>/revise/", views.candidate_revise, name="revise"),
     path("candidates/<int:pk>/claim/", views.candidate_claim, name="claim"),
     path("candidates/<int:pk>/unclaim/", views.candidate_unclaim, name="unclaim"),
+    path("candidates/<int:pk>/reopen/", views.candidate_reopen, name="reopen"),
+    path("candidates/<int:pk>/retire/", views.candidate_retire, name="retire"),
+    path("candidates/<int:pk>/revert/", views.candidate_revert, name="revert"),
     path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
 ]

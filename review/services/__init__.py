@@ -9,6 +9,7 @@ result, and records the decision. Any failure rolls all of it back.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +24,10 @@ from powercontext.core.exceptions import (
     CandidateConflict,
     CandidateNotFound,
     CandidateTerminal,
+    Conflict,
     InvariantFailure,
 )
-from powercontext.core.models import Artifact
+from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.core.transactions import compare_and_swap, require_transaction
 from powercontext.memory.artifacts import (
     Refs,
@@ -35,6 +37,7 @@ from powercontext.memory.artifacts import (
     head_ref,
 )
 from powercontext.search import analyzer
+from review.merge import merge_fields
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 from review.selectors import similar
 from review.services.submission import MAX_EVIDENCE as MAX_EVIDENCE
@@ -137,16 +140,54 @@ def candidate_revise(
     return candidate
 
 
+class MergeConflict(Conflict):
+    """A rebase whose three-way merge changed some fields differently on both sides: nothing is
+    written; ``details["fields"]`` names them (sorted) and ``details["onto"]`` the revision."""
+
+    code = "merge_conflict"
+    default_message = "The update and the current revision changed the same fields differently."
+
+
+def retargeted_refs(
+    latest_refs: list[dict[str, Any]], target: dict[str, Any], onto_revision: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The new target (``target`` at ``onto_revision``) and ``latest_refs`` with the old target's
+    reference replaced by it (deduplicated, order kept)."""
+    old = exact_ref(target)
+    new = {**old, "revision": onto_revision}
+    refs: list[dict[str, Any]] = []
+    for ref in latest_refs:
+        ref = new if exact_ref(ref) == old else ref
+        if ref not in refs:
+            refs.append(ref)
+    return new, refs
+
+
+def _revision_content(scope_id: str, ref: dict[str, Any], revision: int) -> dict[str, Any] | None:
+    row = (
+        ArtifactRevision.objects.filter(
+            scope_id=scope_id, family=ref["family"], artifact_id=ref["artifact_id"], revision=revision
+        )
+        .values_list("content", flat=True)
+        .first()
+    )
+    return dict(row) if row is not None else None
+
+
 @transaction.atomic(durable=True)
 def candidate_rebase(
     *, scope_id: str, candidate_id: str, expected_version: int, onto_revision: int, reviewer: User
 ) -> Candidate:
-    """Retarget a pending update to revision ``onto_revision`` of its Artifact (the current head):
-    a revise whose next version keeps the proposal, reason and the rest of the evidence, with the
-    old target's reference in ``artifact_refs`` replaced by the new one. The reviewer then reviews
-    the diff against the new head before approving.
+    """Rebase a pending update onto revision ``onto_revision`` of its Artifact (the current head)
+    by a per-field three-way merge (``review.merge``): base = the targeted revision, theirs = the
+    current revision, ours = the update's proposal. A clean merge becomes the next version,
+    targeting the new revision, with the proposal, reason and evidence otherwise kept (the old
+    target's reference in ``artifact_refs`` replaced by the new one); fields changed only by the
+    current revision keep its text, so approving never silently drops approved content. The
+    reviewer then reviews the diff against the new head before approving.
 
-    Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
+    Raises ``MergeConflict`` (fields changed differently on both sides; nothing is written),
+    ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
     ``ArtifactConflict`` (the head is not at ``onto_revision``), ``InvalidRequest`` (not an update,
     or already targeting that revision).
     """
@@ -157,12 +198,7 @@ def candidate_rebase(
     old = exact_ref(latest.target)
     if old["revision"] == onto_revision:
         raise invalid(["target"], f"The candidate already targets revision {onto_revision}.", "not_stale")
-    new = {**old, "revision": onto_revision}
-    refs: list[dict[str, Any]] = []
-    for ref in latest.artifact_refs:
-        ref = new if exact_ref(ref) == old else ref
-        if ref not in refs:
-            refs.append(ref)
+    new, refs = retargeted_refs(latest.artifact_refs, latest.target, onto_revision)
     submission = Submission(
         proposal=latest.proposal,
         source_refs=list(latest.source_refs),
@@ -170,7 +206,15 @@ def candidate_rebase(
         target=new,
         reason=latest.reason,
     )
-    check_evidence(scope_id, candidate.family, submission)
+    check_evidence(scope_id, candidate.family, submission)  # the head is at onto_revision
+    base = _revision_content(scope_id, old, old["revision"])
+    theirs = _revision_content(scope_id, old, onto_revision)
+    if base is None or theirs is None:  # pragma: no cover - revisions are insert-only
+        raise InvariantFailure()
+    merged = merge_fields(base, theirs, latest.proposal)
+    if not merged.clean:
+        raise MergeConflict(details={"fields": list(merged.conflicts), "onto": onto_revision})
+    submission = dataclasses.replace(submission, proposal=merged.merged)
     version = _write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
@@ -342,3 +386,6 @@ from review.services.claims import ClaimChanged as ClaimChanged  # noqa: E402
 from review.services.claims import ClaimOutcome as ClaimOutcome  # noqa: E402
 from review.services.claims import candidate_claim as candidate_claim  # noqa: E402
 from review.services.claims import candidate_unclaim as candidate_unclaim  # noqa: E402
+from review.services.reversal import artifact_retire as artifact_retire  # noqa: E402
+from review.services.reversal import artifact_revert as artifact_revert  # noqa: E402
+from review.services.reversal import candidate_reopen as candidate_reopen  # noqa: E402

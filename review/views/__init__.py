@@ -20,6 +20,7 @@ from review.views.candidate import (
 )
 from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.listing import queue, queue_bulk
+from review.views.reversal import candidate_reopen, candidate_retire, candidate_revert
 
 __all__ = [
     "candidate_approve",
@@ -28,6 +29,9 @@ __all__ = [
     "candidate_history",
     "candidate_rebase",
     "candidate_reject",
+    "candidate_reopen",
+    "candidate_retire",
+    "candidate_revert",
     "candidate_revise",
     "candidate_unclaim",
     "queue",

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -19,6 +20,7 @@ from powercontext.core.exceptions import ArtifactConflict, CandidateTerminal, Co
 from review import services
 from review.forms import REVISE_FORMS, ApproveForm, RebaseForm, RejectForm, add_service_errors
 from review.models import Candidate
+from review.selectors import actions as action_selectors
 from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
@@ -84,6 +86,7 @@ def _candidate_context(
         ),
         "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         "similar": similar_selectors.candidate_similar(candidate),
+        "take_back": action_selectors.take_back(candidate),
     }
 
 
@@ -123,6 +126,8 @@ def _conflict(
             "seen_version": seen,
             "changes": changes,
             "artifact_conflict": isinstance(exc, ArtifactConflict),
+            "artifact_action": action in ("retire", "revert"),
+            "artifact_state": (exc.details or {}).get("state"),
             "current_head": current_head,
             "filter_qs": filterset_for(request).querystring(),
             "can_review": can_review(request),
@@ -280,6 +285,18 @@ def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
             onto_revision=onto,
             reviewer=reviewer_of(request),
         )
+    except services.MergeConflict as exc:
+        fields = ", ".join(exc.details["fields"]) if exc.details else ""
+        messages.error(
+            request,
+            f"Not rebased: the update and revision {onto} both changed {fields}, differently. "
+            f"Edit the proposal below so it keeps what revision {onto} added; saving it targets "
+            f"revision {onto}, and you review its diff before approving.",
+            extra_tags="merge-conflict",
+        )
+        query = urlencode({"onto": onto, "conflicts": fields})
+        url = reverse("review:revise", args=[pk]) + "?" + query
+        return HttpResponseRedirect(url + ("&" + qs if qs else ""))
     except CONFLICTS as exc:
         return _conflict(request, pk, exc, action="rebase", expected_version=expected)
     except InvalidRequest as exc:
@@ -287,7 +304,8 @@ def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(
             request,
-            f"Rebased candidate #{pk} onto revision {onto} as version {rebased.version}. "
+            f"Rebased candidate #{pk} onto revision {onto} as version {rebased.version} "
+            "(merged field by field with what that revision changed). "
             "Review the diff against the current revision before approving.",
         )
     return HttpResponseRedirect(candidate_url(pk, qs))
@@ -313,10 +331,13 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
             action="revise",
             expected_version=posted,
         )
+    onto = small_int(request.GET.get("onto"))
+    conflicts = [n for n in request.GET.get("conflicts", "").split(", ") if n in form_class.spec.field_names]
     if request.method == "GET":
-        form = unstash_form(request, pk, "revise", form_class) or form_class(
-            initial=form_class.initial_from(candidate.version, summary.latest)
-        )
+        initial = form_class.initial_from(candidate.version, summary.latest)
+        if onto is not None and summary.latest.target is not None:
+            initial["onto_revision"] = onto
+        form = unstash_form(request, pk, "revise", form_class) or form_class(initial=initial)
     else:
         form = form_class(request.POST)
         if form.is_valid():
@@ -342,7 +363,14 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "review/revise.html",
-        {"candidate": summary, "form": form, "filter_qs": qs, "can_review": True},
+        {
+            "candidate": summary,
+            "form": form,
+            "filter_qs": qs,
+            "can_review": True,
+            "conflict_fields": conflicts,
+            "onto": onto,
+        },
     )
 
 

@@ -968,10 +968,19 @@ def test_an_unknown_status_does_not_claim_to_list_pending_candidates(viewer: Use
 # --- the update path: rebase a stale update ----------------------------------------------------
 
 
-def _stale_update(reviewer: User) -> tuple[Candidate, Candidate]:
-    base = approve(make_candidate(proposal=experience(lesson="Revision one <lesson>.")), reviewer)
-    first = make_update_candidate(base, experience(lesson="Revision two <lesson>."))
-    stale = make_update_candidate(base, experience(lesson="The stale proposal <lesson>."))
+def _stale_update(reviewer: User, *, conflicting: bool = False) -> tuple[Candidate, Candidate]:
+    """Two updates of revision 1: the first approved (revision 2 adds a sentence to the outcome),
+    the other still targeting revision 1 (it rewrites the lesson; with ``conflicting``, the
+    outcome too)."""
+    proposal = experience(lesson="Revision one <lesson>.")
+    base = approve(make_candidate(proposal=proposal), reviewer)
+    first = make_update_candidate(
+        base, {**proposal, "outcome": proposal["outcome"] + " Revision two adds this."}
+    )
+    changes = {"lesson": "The stale proposal <lesson>."}
+    if conflicting:
+        changes["outcome"] = "A different outcome."
+    stale = make_update_candidate(base, {**proposal, **changes})
     return approve(first, reviewer), stale
 
 
@@ -997,10 +1006,41 @@ def test_a_rebase_retargets_to_the_current_head_and_then_approves(reviewer: User
     assert stale.latest.target == {**result_ref(moved), "revision": 2}
     assert stale.latest.artifact_refs == [stale.latest.target]
     assert stale.latest.proposal["lesson"] == "The stale proposal <lesson>."
+    assert stale.latest.proposal["outcome"].endswith(" Revision two adds this.")  # merged in
     assert stale.latest.created_by == reviewer
     body = text_of(client.get(response["Location"]))
     assert "Rebased candidate" in body and "Rebase onto" not in body
-    assert "<del>two</del>" in body  # diffed against revision 2 now
+    assert "<del>Revision one</del>" in body or "<del>Revision</del>" in body  # diffed against revision 2
+    assert "<del>Revision two adds this.</del>" not in body  # revision 2's sentence is kept
+    assert client.post(url("approve", stale), {"expected_version": 2}).status_code == 302
+    stale = refresh(stale)
+    assert stale.result_revision == 3
+    content = ArtifactRevision.objects.get(head=stale.result_head, revision=3).content
+    assert content["outcome"].endswith(" Revision two adds this.")
+    assert content["lesson"] == "The stale proposal <lesson>."
+
+
+def test_a_conflicting_rebase_is_refused_and_sends_the_reviewer_to_revise(reviewer: User) -> None:
+    moved, stale = _stale_update(reviewer, conflicting=True)
+    client = client_for(reviewer)
+    response = client.post(url("rebase", stale), {"expected_version": 1, "revision": 2})
+    assert response.status_code == 302
+    assert response["Location"].startswith(url("revise", stale) + "?")
+    assert refresh(stale).version == 1  # nothing was written
+    body = text_of(client.get(response["Location"]))
+    assert "Not rebased" in body and "both changed outcome" in body
+    assert "Merge conflict with revision 2" in body and "<b>outcome</b>" in body
+    assert "<b>lesson</b>" not in body  # only the conflicting field is named
+    assert "A different outcome." in body  # pre-filled with the update's proposal
+    assert 'name="onto_revision" value="2"' in body
+    # Saving the resolved proposal retargets the update to revision 2.
+    proposal = {**refresh(stale).latest.proposal, "outcome": moved.latest.proposal["outcome"]}
+    response = client.post(
+        url("revise", stale), {"expected_version": 1, "onto_revision": 2, "reason": "", **proposal}
+    )
+    stale = refresh(stale)
+    assert stale.version == 2 and stale.latest.target == {**result_ref(moved), "revision": 2}
+    assert stale.latest.artifact_refs == [stale.latest.target]
     assert client.post(url("approve", stale), {"expected_version": 2}).status_code == 302
     assert refresh(stale).result_revision == 3
 

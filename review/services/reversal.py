@@ -1,0 +1,207 @@
+"""Reversible decisions: reopen a rejected candidate, retire or revert an approved artifact.
+
+Each public function is one transaction: it locks what it changes, checks the version or
+revision the reviewer saw (compare-and-swap), changes it (artifacts only through the artifact
+kernel) and writes one ``ReviewAction`` audit row with the reviewer and the reason.
+
+- Reopen proposes the rejected version's content (proposal, evidence, target, reason) again as a
+  NEW pending candidate, written by the reviewer; the rejected candidate and its
+  ``ReviewDecision`` are never changed or removed (decisions are insert-only), and the audit row
+  links the two (``reopened_as``). A second reopen of the same rejection is refused.
+- Retire takes the head out of recall (``artifact_head_retire``); its revisions stay.
+- Revert writes a new revision whose content is an earlier revision's (a retired head may also be
+  reverted to its current revision: that restores it to recall, the undo of a retire).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from powercontext.core import families
+from powercontext.core.exceptions import (
+    ArtifactConflict,
+    ArtifactNotFound,
+    CandidateConflict,
+    CandidateNotFound,
+    CandidateTerminal,
+)
+from powercontext.core.models import Artifact, ArtifactRevision
+from powercontext.memory.artifacts import (
+    Refs,
+    artifact_head_lock,
+    artifact_head_retire,
+    artifact_revision_create,
+    head_ref,
+)
+from powercontext.search import analyzer
+from review.models import Candidate, CandidateVersion, ReviewAction
+from review.services.submission import invalid
+
+REVIEWED = (families.Family.EXPERIENCE, families.Family.SKILL)
+
+
+def _reason(reason: str) -> str:
+    if not reason.strip():
+        raise invalid(["reason"], "A reason is required.")
+    return reason.strip()
+
+
+@transaction.atomic(durable=True)
+def candidate_reopen(
+    *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
+) -> Candidate:
+    """Propose a rejected candidate's content again as a new pending candidate (version 1, written
+    by ``reviewer``); the rejected candidate, its versions and its decision stay as they are.
+
+    Raises ``CandidateNotFound``, ``CandidateTerminal`` (not rejected), ``CandidateConflict``
+    (stale version, or this rejection was already reopened), ``InvalidRequest`` (no reason).
+    """
+    reason = _reason(reason)
+    candidate = (
+        Candidate.objects.select_for_update(of=("self",))
+        .filter(scope_id=scope_id, candidate_id=candidate_id)
+        .select_related("latest")
+        .first()
+    )
+    if candidate is None:
+        raise CandidateNotFound()
+    if candidate.status != Candidate.Status.REJECTED:
+        raise CandidateTerminal(
+            "Only a rejected candidate can be reopened.", details={"status": candidate.status}
+        )
+    if candidate.version != expected_version or candidate.latest is None:
+        raise CandidateConflict(
+            details={"expected_version": expected_version, "current_version": candidate.version}
+        )
+    earlier = ReviewAction.objects.filter(candidate=candidate, action=ReviewAction.Action.REOPENED).first()
+    if earlier is not None:  # the row lock above serializes two reopens of one rejection
+        raise CandidateConflict(
+            "This rejection was already reopened.", details={"reopened_as": earlier.reopened_as_id}
+        )
+    old = candidate.latest
+    copy = Candidate.objects.create(
+        scope_id=candidate.scope_id,
+        candidate_id=f"cand_{uuid.uuid4().hex}",
+        family=candidate.family,
+        version=1,
+    )
+    copy.latest = CandidateVersion.objects.create(
+        candidate=copy,
+        version=1,
+        proposal=old.proposal,
+        source_refs=old.source_refs,
+        artifact_refs=old.artifact_refs,
+        target=old.target,
+        reason=old.reason,
+        created_by=reviewer,
+        terms_sketch=old.terms_sketch,
+        terms_count=old.terms_count,
+    )
+    copy.save(update_fields=["latest"])
+    ReviewAction.objects.create(
+        action=ReviewAction.Action.REOPENED,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        candidate_version=expected_version,
+        reopened_as=copy,
+    )
+    return copy
+
+
+def _lock_head(
+    scope_id: str, family: str, artifact_id: str, expected_revision: int, expected_state: str
+) -> Artifact:
+    if family not in REVIEWED:
+        raise invalid(["family"], "Only an Experience or a Skill can be retired or reverted here.")
+    head = artifact_head_lock(scope_id=scope_id, family=family, artifact_id=artifact_id)
+    if head is None or head.current_revision == 0:
+        raise ArtifactNotFound()
+    if head.current_revision != expected_revision or head.state != expected_state:
+        raise ArtifactConflict(
+            f"The artifact is {head.state} at revision {head.current_revision}.",
+            details={"current": head_ref(head), "state": head.state},
+        )
+    return head
+
+
+@transaction.atomic(durable=True)
+def artifact_retire(
+    *,
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    expected_revision: int,
+    reason: str,
+    reviewer: User,
+    candidate: Candidate | None = None,
+) -> Artifact:
+    """Retire an approved Experience/Skill at ``expected_revision``: gone from recall, its
+    revisions kept. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on, or is
+    already retired), ``InvalidRequest`` (no reason, not a reviewed family)."""
+    reason = _reason(reason)
+    head = _lock_head(scope_id, family, artifact_id, expected_revision, Artifact.State.ACTIVE)
+    artifact_head_retire(head=head)
+    ReviewAction.objects.create(
+        action=ReviewAction.Action.RETIRED,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        artifact=head,
+        revision=head.current_revision,
+    )
+    return head
+
+
+@transaction.atomic(durable=True)
+def artifact_revert(
+    *,
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    expected_revision: int,
+    to_revision: int,
+    reason: str,
+    reviewer: User,
+    candidate: Candidate | None = None,
+    expected_state: str = Artifact.State.ACTIVE,
+) -> Artifact:
+    """Write revision ``expected_revision + 1`` with the content of revision ``to_revision``
+    (earlier; or the current one of a retired head, which restores it), through the artifact
+    kernel, so it is indexed and recalled (Experience) like an approval. Its ``artifact_refs``
+    cite the revision it copies. The compare-and-swap covers the head's state too
+    (``expected_state``, as the reviewer saw it), so a revert never silently undoes a retire it
+    did not see. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on or changed
+    state), ``InvalidRequest`` (no reason, no such earlier revision)."""
+    reason = _reason(reason)
+    head = _lock_head(scope_id, family, artifact_id, expected_revision, expected_state)
+    highest = head.current_revision if head.state == Artifact.State.RETIRED else head.current_revision - 1
+    if not 1 <= to_revision <= highest:
+        raise invalid(["to_revision"], f"Revision {to_revision} is not an earlier revision of this artifact.")
+    old = ArtifactRevision.objects.get(head=head, revision=to_revision)
+    spec = families.spec(family)
+    searchable = analyzer.searchable_text(spec.searchable_values(old.content)) if spec.recallable else None
+    artifact_revision_create(
+        head=head,
+        expected_revision=expected_revision,
+        content=old.content,
+        refs=Refs(
+            source_refs=list(old.source_refs),
+            artifact_refs=[{"family": family, "artifact_id": artifact_id, "revision": to_revision}],
+        ),
+        created_by=reviewer,
+        searchable_text=searchable,
+    )
+    ReviewAction.objects.create(
+        action=ReviewAction.Action.REVERTED,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        artifact=head,
+        revision=head.current_revision,
+        reverted_to=to_revision,
+    )
+    return head

@@ -1,0 +1,129 @@
+"""Take a decision back from the candidate page: reopen a rejected candidate, retire or revert
+the Experience/Skill an approved one produced. Reviewers only; POST/redirect/GET; a stale
+version or revision is the 409 conflict page; each action is audited by its service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.views.decorators.http import require_http_methods
+
+from powercontext.core.exceptions import ArtifactNotFound, InvalidRequest
+from review import services
+from review.forms import ReopenForm, RetireForm, RevertForm
+from review.models import Candidate
+from review.views.candidate import _action_target, _conflict
+from review.views.common import (
+    CONFLICTS,
+    action_login_required,
+    candidate_url,
+    filterset_for,
+    not_found_page,
+    reviewer_of,
+)
+
+
+def _act(
+    request: HttpRequest,
+    pk: int,
+    *,
+    action: str,
+    form_class: type[forms.Form],
+    run: Callable[[Candidate, dict[str, object]], str],
+) -> HttpResponse:
+    qs = filterset_for(request).querystring()
+    candidate = _action_target(request, pk, qs)
+    if isinstance(candidate, HttpResponse):
+        return candidate
+    url = candidate_url(pk, qs)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+        )
+        messages.error(request, f"Not done ({action}): {problems}")
+        return HttpResponseRedirect(url)
+    data = form.cleaned_data
+    try:
+        message = run(candidate, data)
+    except CONFLICTS as exc:
+        expected = data.get("expected_version")
+        return _conflict(
+            request, pk, exc, action=action, expected_version=expected if isinstance(expected, int) else None
+        )
+    except ArtifactNotFound:
+        return not_found_page(request)
+    except InvalidRequest as exc:
+        messages.error(request, exc.message if not exc.details else str(exc.details["errors"][0]["msg"]))
+    else:
+        messages.success(request, message)
+    return HttpResponseRedirect(url)
+
+
+def _head_of(candidate: Candidate) -> tuple[str, str]:
+    head = candidate.result_head
+    if candidate.status != Candidate.Status.APPROVED or head is None:
+        raise InvalidRequest("Only an approved candidate's artifact can be retired or reverted.")
+    return head.family, head.artifact_id
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_reopen(request: HttpRequest, pk: int) -> HttpResponse:
+    def run(candidate: Candidate, data: dict[str, object]) -> str:
+        reopened = services.candidate_reopen(
+            scope_id=candidate.scope_id,
+            candidate_id=candidate.candidate_id,
+            expected_version=int(str(data["expected_version"])),
+            reason=str(data["reason"]),
+            reviewer=reviewer_of(request),
+        )
+        return f"Reopened candidate #{pk} as candidate #{reopened.pk} (pending); the rejection stays in its history."
+
+    return _act(request, pk, action="reopen", form_class=ReopenForm, run=run)
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_retire(request: HttpRequest, pk: int) -> HttpResponse:
+    def run(candidate: Candidate, data: dict[str, object]) -> str:
+        family, artifact_id = _head_of(candidate)
+        head = services.artifact_retire(
+            scope_id=candidate.scope_id,
+            family=family,
+            artifact_id=artifact_id,
+            expected_revision=int(str(data["expected_revision"])),
+            reason=str(data["reason"]),
+            reviewer=reviewer_of(request),
+            candidate=candidate,
+        )
+        return f"Retired {head.family}/{head.artifact_id} at revision {head.current_revision}: no longer recalled."
+
+    return _act(request, pk, action="retire", form_class=RetireForm, run=run)
+
+
+@action_login_required
+@require_http_methods(["GET", "POST"])
+def candidate_revert(request: HttpRequest, pk: int) -> HttpResponse:
+    def run(candidate: Candidate, data: dict[str, object]) -> str:
+        family, artifact_id = _head_of(candidate)
+        head = services.artifact_revert(
+            scope_id=candidate.scope_id,
+            family=family,
+            artifact_id=artifact_id,
+            expected_revision=int(str(data["expected_revision"])),
+            to_revision=int(str(data["to_revision"])),
+            expected_state=str(data["expected_state"]),
+            reason=str(data["reason"]),
+            reviewer=reviewer_of(request),
+            candidate=candidate,
+        )
+        return (
+            f"Reverted {head.family}/{head.artifact_id}: revision {head.current_revision} "
+            f"has the content of revision {data['to_revision']}."
+        )
+
+    return _act(request, pk, action="revert", form_class=RevertForm, run=run)
