@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from powercontext.core.models import ArtifactRevision
 from review.models import Candidate, ReviewDecision
 from tests.review.conftest import DUPLICATE_REASON, PASSWORD, experience, make_candidate, make_canned_reasons
 from tests.review.test_inbox_browser import SCOPE, _log_in, _shot, chromium
@@ -187,9 +188,14 @@ def test_rebase_a_stale_update_then_approve(reviewer: User, live_server: Any) ->
 
     from tests.review.conftest import approve, make_update_candidate
 
-    base = approve(make_candidate(SCOPE, proposal=experience(lesson="Deploy on Tuesdays.")), reviewer)
-    first = make_update_candidate(base, experience(lesson="Deploy on Tuesdays and Wednesdays."))
-    stale = make_update_candidate(base, experience(lesson="Deploy any weekday with a rollback plan."))
+    # Two updates of one revision touching different fields: the rebase merges them (a conflict
+    # on the same field stops instead: tests/review/test_inbox_views.py).
+    original = experience(lesson="Deploy on Tuesdays.")
+    base = approve(make_candidate(SCOPE, proposal=original), reviewer)
+    first = make_update_candidate(base, {**original, "lesson": "Deploy on Tuesdays and Wednesdays."})
+    stale = make_update_candidate(
+        base, {**original, "outcome": "Rolled out in an hour, rollback plan ready."}
+    )
     approve(first, reviewer)
     with chromium() as browser:
         page = _log_in(browser, live_server.url, "reviewer")
@@ -208,3 +214,7 @@ def test_rebase_a_stale_update_then_approve(reviewer: User, live_server: Any) ->
 
     stale.refresh_from_db()
     assert (stale.status, stale.result_revision) == (Candidate.Status.APPROVED, 3)
+    merged = ArtifactRevision.objects.get(head=stale.result_head, revision=3).content
+    # Revision 2's lesson is kept; the stale update's outcome is added.
+    assert merged["lesson"] == "Deploy on Tuesdays and Wednesdays."
+    assert merged["outcome"] == "Rolled out in an hour, rollback plan ready."
