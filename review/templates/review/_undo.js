@@ -1,5 +1,5 @@
 /* One Undo model (issue 22), included in the inline script of templates/base.html. A decision
-   (approve, reject, bulk, "Reject as duplicate", by button or key) is an ordinary form post that
+   (approve, reject, bulk, a duplicate rejection, by button or key) is an ordinary form post that
    commits at once: nothing here holds or delays it. The page the reviewer lands on shows the
    server's Undo toast (review/_undo_toast.html), a form that POSTs the Undo; this script only
    gives it keys and keeps a sent decision from being overtaken:
