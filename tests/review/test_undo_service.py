@@ -16,6 +16,7 @@ from powercontext.prepare.selection import context_candidates
 from review import services
 from review.models import Candidate, ReviewAction, ReviewDecision
 from review.services import undo
+from tests.review.conftest import approve as _approve
 from tests.review.factories import experience_proposal, make_approved, make_candidate, make_reviewer
 
 pytestmark = pytest.mark.django_db
@@ -40,15 +41,6 @@ def _reject(candidate: Candidate, reviewer: Any, reason: str = "Too vague.") -> 
         candidate_id=candidate.candidate_id,
         expected_version=candidate.version,
         reason=reason,
-        reviewer=reviewer,
-    )
-
-
-def _approve(candidate: Candidate, reviewer: Any) -> Candidate:
-    return services.candidate_approve(
-        scope_id=candidate.scope_id,
-        candidate_id=candidate.candidate_id,
-        expected_version=candidate.version,
         reviewer=reviewer,
     )
 
