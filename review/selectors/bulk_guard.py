@@ -5,6 +5,8 @@ head, so approving them as they stand cannot succeed: rebase first)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Q
 
 from powercontext.core.models import Artifact
@@ -16,12 +18,12 @@ def stale_items(items: list[tuple[int, int]]) -> set[tuple[int, int]]:
     """The ``(pk, version)`` items whose version is an update of a revision that is no longer the
     head (or of an Artifact that is gone). Two queries."""
     wanted = set(items)
-    rows = [
-        row
-        for row in CandidateVersion.objects.filter(
+    rows: list[tuple[int, int, dict[str, Any], str, str]] = [
+        (pk, version, target, scope_id, family)
+        for pk, version, target, scope_id, family in CandidateVersion.objects.filter(
             candidate_id__in={pk for pk, _ in wanted}, target__isnull=False
         ).values_list("candidate_id", "version", "target", "candidate__scope_id", "candidate__family")
-        if (row[0], row[1]) in wanted and isinstance(row[2], dict)
+        if (pk, version) in wanted and isinstance(target, dict)
     ]
     if not rows:
         return set()
