@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from powercontext.core.exceptions import CandidateConflict, CandidateNotFound
+from powercontext.core.exceptions import ArtifactConflict, CandidateConflict, CandidateNotFound
 from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.prepare.selection import context_candidates
 from review import services
 from review.models import Candidate, ReviewAction, ReviewDecision
 from review.services import undo
+from tests.powercontext.test_concurrency import run_together
 from tests.review.conftest import approve as _approve
 from tests.review.factories import experience_proposal, make_approved, make_candidate, make_reviewer
 
@@ -197,3 +198,55 @@ def test_the_window_defaults_to_ten_minutes() -> None:
     from powercontext import settings as project_settings
 
     assert project_settings.POWERCONTEXT_REVIEW_UNDO_MINUTES == 10
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_undos_of_one_decision_at_once_leave_one_copy_on_postgres() -> None:
+    reviewer = make_reviewer()
+    approved, ref = make_approved(reviewer=reviewer)
+
+    results = run_together([lambda: undo.decision_undo(candidate_pk=approved.pk, reviewer=reviewer)] * 2)
+
+    winners = [r for r in results if isinstance(r, Candidate)]
+    losers = [r for r in results if isinstance(r, (CandidateConflict, undo.UndoHeadMoved))]
+    assert len(winners) == 1 and len(losers) == 1, results
+    assert Candidate.objects.filter(status="pending").count() == 1
+    assert Artifact.objects.get(artifact_id=ref["artifact_id"]).state == "retired"
+    assert sorted(ReviewAction.objects.values_list("action", flat=True)) == ["reopened", "retired"]
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_an_undo_racing_another_reviewers_retire_never_reverts_their_work_on_postgres() -> None:
+    reviewer, other = make_reviewer(), make_reviewer("other")
+    proposal = experience_proposal()
+    _, ref = make_approved(reviewer=reviewer, proposal=proposal)
+    update = make_candidate(
+        proposal={**proposal, "lesson": "mine"}, artifact_refs=[ref], target=ref, source_refs=[]
+    )
+    approved = _approve(update, reviewer)
+
+    def their_retire() -> Artifact:
+        return services.artifact_retire(
+            scope_id="repo",
+            family=ref["family"],
+            artifact_id=ref["artifact_id"],
+            expected_revision=2,
+            reason="wrong lesson",
+            reviewer=other,
+        )
+
+    results = run_together(
+        [lambda: undo.decision_undo(candidate_pk=approved.pk, reviewer=reviewer), their_retire]
+    )
+
+    assert sum(isinstance(r, (Candidate, Artifact)) for r in results) == 1, results
+    head = Artifact.objects.get(artifact_id=ref["artifact_id"])
+    if isinstance(results[0], Candidate):  # the undo won: reverted to revision 1's content
+        assert (head.current_revision, head.state) == (3, "active")
+        assert isinstance(results[1], ArtifactConflict)
+    else:  # their retire won and stays
+        assert isinstance(results[0], undo.UndoHeadMoved)
+        assert (head.current_revision, head.state) == (2, "retired")
+        assert Candidate.objects.filter(status="pending").count() == 0
