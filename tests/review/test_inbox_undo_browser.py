@@ -22,6 +22,7 @@ from powercontext.core.models import Artifact
 from review.models import Candidate, ReviewAction, ReviewDecision
 from tests.review.conftest import experience, make_candidate
 from tests.review.test_inbox_browser import SCOPE, _log_in, _prepare, _shot, chromium
+from tests.review.test_inbox_layout_browser import _axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -87,6 +88,10 @@ def test_approve_then_next_page_undo_puts_it_back_pending_and_out_of_recall(
         expect(toast).to_have_attribute("role", "status")
         recalled_before = _prepare(page, live_server.url, "wombat cache")
         _shot(page, "undo-01-offered-on-the-next-page")
+        _axe(page, "candidate page with the Undo toast")
+        page.set_viewport_size({"width": 390, "height": 844})
+        expect(toast.get_by_role("button", name=re.compile("^Undo"))).to_be_in_viewport()
+        box = toast.bounding_box()
 
         watch.posted_at_once(
             "/review/undo/", lambda: toast.get_by_role("button", name=re.compile("^Undo")).click()
@@ -100,6 +105,7 @@ def test_approve_then_next_page_undo_puts_it_back_pending_and_out_of_recall(
         dialogs = watch.dialogs
 
     assert "wombat cache" in recalled_before
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390  # the toast fits at 390 px
     assert "wombat cache" not in recalled_after
     copy = Candidate.objects.get(pk=landed)
     assert copy.status == "pending" and copy.latest is not None
