@@ -39,7 +39,9 @@ from powercontext.core.exceptions import (
     Conflict,
     Forbidden,
     InvariantFailure,
+    PowerContextError,
 )
+from powercontext.core.models import Artifact
 from review.models import Candidate, ReviewAction, ReviewDecision
 from review.services import retargeted_refs
 from review.services.reversal import (
@@ -73,6 +75,39 @@ def _reason(decision: ReviewDecision) -> str:
     return f"Undo of the {decision.decision} decision on candidate #{decision.candidate_id}."
 
 
+def _refusal(
+    candidate: Candidate, decision: ReviewDecision, reviewer: User, now: datetime | None
+) -> PowerContextError | None:
+    """Why ``reviewer`` may not undo ``decision`` now (checks other than the artifact's head)."""
+    if decision.reviewer_id != reviewer.pk:
+        return UndoForbidden()
+    if (now or timezone.now()) - decision.decided_at > undo_window():
+        minutes = settings.POWERCONTEXT_REVIEW_UNDO_MINUTES
+        return UndoExpired(
+            f"Undo is possible for {minutes} minutes after a decision; this one is older. "
+            "Use Reopen, Retire or Revert on the candidate's page."
+        )
+    if ReviewAction.objects.filter(candidate=candidate, action=ReviewAction.Action.REOPENED).exists():
+        return CandidateConflict("This decision was already taken back.")
+    return None
+
+
+def undo_offered(candidate: Candidate, reviewer: User, now: datetime | None = None) -> bool:
+    """Whether a decided candidate's page offers ``reviewer`` Undo: their decision, within the
+    window, not taken back, and (an approval) its artifact still as the approval left it. A read;
+    ``decision_undo`` checks all of it again under its locks."""
+    if candidate.status == Candidate.Status.PENDING:
+        return False
+    decision = ReviewDecision.objects.filter(candidate=candidate).first()
+    if decision is None or _refusal(candidate, decision, reviewer, now) is not None:
+        return False
+    if decision.decision == ReviewDecision.Decision.REJECTED:
+        return True
+    return Artifact.objects.filter(
+        pk=decision.result_head_id, current_revision=decision.result_revision, state=Artifact.State.ACTIVE
+    ).exists()
+
+
 @transaction.atomic(durable=True)
 def decision_undo(*, candidate_pk: int, reviewer: User, now: datetime | None = None) -> Candidate:
     """Undo the decision on candidate ``candidate_pk`` (see the module); returns the new pending
@@ -91,16 +126,8 @@ def decision_undo(*, candidate_pk: int, reviewer: User, now: datetime | None = N
     decision = ReviewDecision.objects.filter(candidate_id=candidate_pk).first()
     if candidate is None or decision is None or candidate.latest is None:
         raise CandidateNotFound("There is no decision on this candidate to undo.")
-    if decision.reviewer_id != reviewer.pk:
-        raise UndoForbidden()
-    if (now or timezone.now()) - decision.decided_at > undo_window():
-        minutes = settings.POWERCONTEXT_REVIEW_UNDO_MINUTES
-        raise UndoExpired(
-            f"Undo is possible for {minutes} minutes after a decision; this one is older. "
-            "Use Reopen, Retire or Revert on the candidate's page."
-        )
-    if ReviewAction.objects.filter(candidate=candidate, action=ReviewAction.Action.REOPENED).exists():
-        raise CandidateConflict("This decision was already taken back.")
+    if (refusal := _refusal(candidate, decision, reviewer, now)) is not None:
+        raise refusal
     reason = _reason(decision)
     if decision.decision == ReviewDecision.Decision.REJECTED:
         return candidate_reopen_within(

@@ -25,6 +25,7 @@ from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import similar as similar_selectors
+from review.services import undo as undo_service
 from review.views.common import (
     CONFLICTS,
     action_login_required,
@@ -85,6 +86,7 @@ def _candidate_context(
         ),
         "similar": similar_selectors.candidate_similar(candidate),
         "take_back": action_selectors.take_back(candidate),
+        "undo_here": can_review(request) and undo_service.undo_offered(candidate, reviewer_of(request)),
     }
 
 

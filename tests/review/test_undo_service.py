@@ -250,3 +250,18 @@ def test_an_undo_racing_another_reviewers_retire_never_reverts_their_work_on_pos
         assert isinstance(results[0], undo.UndoHeadMoved)
         assert (head.current_revision, head.state) == (2, "retired")
         assert Candidate.objects.filter(status="pending").count() == 0
+
+
+def test_undo_is_offered_only_while_it_would_succeed() -> None:
+    reviewer, other = make_reviewer(), make_reviewer("other")
+    proposal = experience_proposal()
+    approved, ref = make_approved(reviewer=reviewer, proposal=proposal)
+    assert undo.undo_offered(approved, reviewer) and not undo.undo_offered(approved, other)
+    _approve(
+        make_candidate(
+            proposal={**proposal, "lesson": "theirs"}, artifact_refs=[ref], target=ref, source_refs=[]
+        ),
+        other,
+    )
+    assert not undo.undo_offered(approved, reviewer)  # the head moved on
+    assert not undo.undo_offered(make_candidate(), reviewer)  # nothing decided

@@ -229,3 +229,23 @@ def test_a_conflict_renders_the_conflict_page_and_offers_no_undo(client: Client,
 
     assert response.status_code == 409
     assert undo_offer(response.content.decode()) == []
+
+
+def test_the_decided_candidates_page_offers_undo_to_its_reviewer_only_while_it_can_be_undone(
+    client: Client, reviewer: User, settings: Any
+) -> None:
+    other = make_user("other", reviewer=True)
+    mine, theirs = make_candidate(), make_candidate()
+    decide(client, mine, "approve")
+    approve(theirs, other)
+
+    def offered(candidate: Candidate) -> bool:
+        body = client.get(reverse("review:candidate", args=[candidate.pk])).content.decode()
+        return 'id="undo-here"' in body
+
+    assert offered(mine) and not offered(theirs)
+    settings.POWERCONTEXT_REVIEW_UNDO_MINUTES = 0
+    assert not offered(mine)  # past the window
+    settings.POWERCONTEXT_REVIEW_UNDO_MINUTES = 10
+    post(client, reverse("review:undo"), candidate=str(mine.pk))
+    assert not offered(mine)  # already taken back
