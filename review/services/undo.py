@@ -103,8 +103,11 @@ def undo_offered(candidate: Candidate, reviewer: User, now: datetime | None = No
         return False
     if decision.decision == ReviewDecision.Decision.REJECTED:
         return True
+    head_id, revision = decision.result_head_id, decision.result_revision
+    if head_id is None or revision is None:  # pragma: no cover - an approval always has its result
+        return False
     return Artifact.objects.filter(
-        pk=decision.result_head_id, current_revision=decision.result_revision, state=Artifact.State.ACTIVE
+        pk=head_id, current_revision=revision, state=Artifact.State.ACTIVE
     ).exists()
 
 
