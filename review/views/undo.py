@@ -80,14 +80,15 @@ def decisions_undo(request: HttpRequest) -> HttpResponse:
         messages.success(
             request,
             format_html(
-                'Undone: candidate <a href="{}">#{}</a> is no longer decided; its content is pending '
-                "again here, as #{}.",
+                'Undone: your decision on candidate <a href="{}">#{}</a> is taken back (its history '
+                "keeps it); its content is pending again here, as #{}.",
                 candidate_url(one.candidate_pk),
                 one.candidate_pk,
                 one.reproposed,
             ),
         )
-        return _see_other(candidate_url(int(one.reproposed or 0), qs))
+        assert one.reproposed is not None
+        return _see_other(candidate_url(one.reproposed, qs))
     text = format_html(
         "Undone: {} of {} decisions; their content is pending again.", len(done), len(outcomes)
     )

@@ -56,7 +56,7 @@ def test_fifty_candidates_by_the_keyboard_with_no_waiting(reviewer: User, live_s
         expect(page.locator("#undo-toast")).to_contain_text(f"Rejected #{candidates[-1].pk}.")
         decided_seconds = time.perf_counter() - started
         counter.press("u")
-        expect(page.get_by_text(f"Undone: candidate #{candidates[-1].pk}")).to_be_visible()
+        expect(page.get_by_text(f"Undone: your decision on candidate #{candidates[-1].pk}")).to_be_visible()
         counter.press("a")
         expect(page.get_by_text("Nothing to review here.")).to_be_visible()
         seconds = time.perf_counter() - started

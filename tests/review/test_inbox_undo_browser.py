@@ -96,7 +96,9 @@ def test_approve_then_next_page_undo_puts_it_back_pending_and_out_of_recall(
         watch.posted_at_once(
             "/review/undo/", lambda: toast.get_by_role("button", name=re.compile("^Undo")).click()
         )
-        expect(page.get_by_text(f"Undone: candidate #{first.pk} is no longer decided")).to_be_visible()
+        expect(
+            page.get_by_text(f"Undone: your decision on candidate #{first.pk} is taken back")
+        ).to_be_visible()
         heading = page.get_by_role("heading", name=re.compile(r"Candidate #\d+"))
         expect(heading).to_be_visible()
         expect(page.locator(".badge[data-status]").first).to_have_text(re.compile("pending"))
@@ -139,7 +141,7 @@ def test_a_then_n_sends_the_approval_and_lands_on_the_next_candidate_with_undo(
         expect(page.locator("#undo-toast")).to_contain_text(f"Approved #{first.pk}.")
         # u undoes (it does not go back to the queue while Undo is offered).
         page.keyboard.press("u")
-        expect(page.get_by_text(f"Undone: candidate #{first.pk}")).to_be_visible()
+        expect(page.get_by_text(f"Undone: your decision on candidate #{first.pk}")).to_be_visible()
         expect(page.locator("#undo-toast")).to_have_count(0)
         # Now u has its usual meaning: back to the queue.
         page.keyboard.press("u")
@@ -175,7 +177,7 @@ def test_reject_by_keys_commits_at_once_and_esc_undoes_it_by_reopening(
         page.keyboard.press("Escape")
         expect(page.locator("#undo-toast")).to_be_visible()
         page.keyboard.press("Escape")
-        expect(page.get_by_text(f"Undone: candidate #{first.pk}")).to_be_visible()
+        expect(page.get_by_text(f"Undone: your decision on candidate #{first.pk}")).to_be_visible()
         dialogs = watch.dialogs
 
     assert _status(first, second) == ["rejected", "pending"]
@@ -201,7 +203,7 @@ def test_reject_as_duplicate_then_undo(reviewer: User, live_server: Any) -> None
         toast = page.locator("#undo-toast")
         expect(toast).to_contain_text(f"Rejected #{copy.pk}.")
         toast.get_by_role("button", name=re.compile("^Undo")).click()
-        expect(page.get_by_text(f"Undone: candidate #{copy.pk}")).to_be_visible()
+        expect(page.get_by_text(f"Undone: your decision on candidate #{copy.pk}")).to_be_visible()
         expect(page.locator(".badge[data-status]").first).to_have_text(re.compile("pending"))
         dialogs = watch.dialogs
 

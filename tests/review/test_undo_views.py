@@ -80,7 +80,7 @@ def test_undo_of_an_approval_lands_on_the_reproposed_candidate_and_retires_the_e
     assert Artifact.objects.get(pk=head.pk).state == "retired"
     assert ReviewDecision.objects.get(candidate=candidate).decision == "approved"  # insert-only
     page = client.get(response["Location"]).content.decode()
-    assert "Undone: candidate" in page and f"as #{copy.pk}" in page
+    assert "Undone: your decision on candidate" in page and f"as #{copy.pk}" in page
 
 
 def test_undo_of_a_reject_as_duplicate_reopens_it(client: Client) -> None:
