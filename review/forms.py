@@ -75,6 +75,22 @@ class ClaimForm(forms.Form):
     back = forms.ChoiceField(choices=[("candidate", "candidate"), ("queue", "queue")], required=False)
 
 
+class UndoForm(forms.Form):
+    """The Undo toast: the candidates whose decisions to take back (one, or a bulk batch)."""
+
+    candidate = forms.Field(widget=forms.MultipleHiddenInput)
+
+    def clean_candidate(self) -> list[int]:
+        values = self.data.getlist("candidate") if hasattr(self.data, "getlist") else []
+        if (
+            not values
+            or len(values) > BULK_MAX
+            or not all(v.isascii() and v.isdigit() and len(v) <= 18 for v in values)
+        ):
+            raise forms.ValidationError("The Undo form is malformed.")
+        return [int(v) for v in values]
+
+
 class RejectForm(forms.Form):
     expected_version = _version_field()
     reason = TextField(
@@ -113,6 +129,8 @@ class BulkForm(forms.Form):
     reason = TextField(max_length=REASON_MAX, required=False)
     item = ItemsField(required=False)
     all_matching = forms.BooleanField(required=False)
+    # Bulk approval leaves out items flagged for hidden characters and stale updates unless ticked.
+    include_flagged = forms.BooleanField(required=False)
     seen = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
 
     def clean(self) -> dict[str, Any]:

@@ -20,4 +20,5 @@ urlpatterns = [
     path("candidates/<int:pk>/retire/", views.candidate_retire, name="retire"),
     path("candidates/<int:pk>/revert/", views.candidate_revert, name="revert"),
     path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
+    path("undo/", views.decisions_undo, name="undo"),
 ]

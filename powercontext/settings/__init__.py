@@ -219,9 +219,9 @@ POWERCONTEXT_EMBED_SWEEP_SECONDS = env_int("POWERCONTEXT_EMBED_SWEEP_SECONDS", 6
 # are not affected. Empty by default: no browser page may call /mcp.
 POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 
-# Review Inbox: with JavaScript, an approve or reject is held this long behind an Undo toast before
-# it is sent (templates render it as data-undo-seconds; 0 sends at once, as without JavaScript).
-POWERCONTEXT_REVIEW_UNDO_SECONDS = 10
+# Review Inbox: a decision commits at once; its reviewer may Undo it for this many minutes
+# (review/services/undo.py; later, Reopen / Retire / Revert on the candidate's page). 0: no Undo.
+POWERCONTEXT_REVIEW_UNDO_MINUTES = env_int("POWERCONTEXT_REVIEW_UNDO_MINUTES", 10, minimum=0)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -1,8 +1,9 @@
 """Reversible decisions: reopen a rejected candidate, retire or revert an approved artifact.
 
-Each public function is one transaction: it locks what it changes, checks the version or
-revision the reviewer saw (compare-and-swap), changes it (artifacts only through the artifact
-kernel) and writes one ``ReviewAction`` audit row with the reviewer and the reason.
+Each public function is one transaction (its ``*_within`` body runs inside a caller's, as
+``review.services.undo`` does): it locks what it changes, checks the version or revision the
+reviewer saw (compare-and-swap), changes it (artifacts only through the artifact kernel) and
+writes one ``ReviewAction`` audit row with the reviewer and the reason.
 
 - Reopen proposes the rejected version's content (proposal, evidence, target, reason) again as a
   NEW pending candidate, written by the reviewer; the rejected candidate and its
@@ -16,6 +17,7 @@ kernel) and writes one ``ReviewAction`` audit row with the reviewer and the reas
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -29,6 +31,7 @@ from powercontext.core.exceptions import (
     CandidateTerminal,
 )
 from powercontext.core.models import Artifact, ArtifactRevision
+from powercontext.core.transactions import require_transaction
 from powercontext.memory.artifacts import (
     Refs,
     artifact_head_lock,
@@ -49,8 +52,7 @@ def _reason(reason: str) -> str:
     return reason.strip()
 
 
-@transaction.atomic(durable=True)
-def candidate_reopen(
+def candidate_reopen_within(
     *, scope_id: str, candidate_id: str, expected_version: int, reason: str, reviewer: User
 ) -> Candidate:
     """Propose a rejected candidate's content again as a new pending candidate (version 1, written
@@ -59,6 +61,7 @@ def candidate_reopen(
     Raises ``CandidateNotFound``, ``CandidateTerminal`` (not rejected), ``CandidateConflict``
     (stale version, or this rejection was already reopened), ``InvalidRequest`` (no reason).
     """
+    require_transaction("this review write")
     reason = _reason(reason)
     candidate = (
         Candidate.objects.select_for_update(of=("self",))
@@ -81,7 +84,23 @@ def candidate_reopen(
         raise CandidateConflict(
             "This rejection was already reopened.", details={"reopened_as": earlier.reopened_as_id}
         )
-    old = candidate.latest
+    return repropose(candidate, candidate.latest, reviewer, reason=reason)
+
+
+def repropose(
+    candidate: Candidate,
+    old: CandidateVersion,
+    reviewer: User,
+    *,
+    reason: str,
+    target: dict[str, Any] | None = None,
+    artifact_refs: list[dict[str, Any]] | None = None,
+) -> Candidate:
+    """Inside the caller's transaction: propose ``old``'s content (proposal, evidence, target,
+    reason) again as a new pending candidate written by ``reviewer``, audited as a ``reopened``
+    action of ``candidate`` naming the copy. ``target``/``artifact_refs`` replace the old ones
+    (an undone update re-targets the revision its undo wrote)."""
+    require_transaction("this review write")
     copy = Candidate.objects.create(
         scope_id=candidate.scope_id,
         candidate_id=f"cand_{uuid.uuid4().hex}",
@@ -93,8 +112,8 @@ def candidate_reopen(
         version=1,
         proposal=old.proposal,
         source_refs=old.source_refs,
-        artifact_refs=old.artifact_refs,
-        target=old.target,
+        artifact_refs=old.artifact_refs if artifact_refs is None else artifact_refs,
+        target=old.target if target is None else target,
         reason=old.reason,
         created_by=reviewer,
         terms_sketch=old.terms_sketch,
@@ -106,7 +125,7 @@ def candidate_reopen(
         candidate=candidate,
         reviewer=reviewer,
         reason=reason,
-        candidate_version=expected_version,
+        candidate_version=old.version,
         reopened_as=copy,
     )
     return copy
@@ -128,8 +147,7 @@ def _lock_head(
     return head
 
 
-@transaction.atomic(durable=True)
-def artifact_retire(
+def artifact_retire_within(
     *,
     scope_id: str,
     family: str,
@@ -142,6 +160,7 @@ def artifact_retire(
     """Retire an approved Experience/Skill at ``expected_revision``: gone from recall, its
     revisions kept. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on, or is
     already retired), ``InvalidRequest`` (no reason, not a reviewed family)."""
+    require_transaction("this review write")
     reason = _reason(reason)
     head = _lock_head(scope_id, family, artifact_id, expected_revision, Artifact.State.ACTIVE)
     artifact_head_retire(head=head)
@@ -156,8 +175,7 @@ def artifact_retire(
     return head
 
 
-@transaction.atomic(durable=True)
-def artifact_revert(
+def artifact_revert_within(
     *,
     scope_id: str,
     family: str,
@@ -176,6 +194,7 @@ def artifact_revert(
     (``expected_state``, as the reviewer saw it), so a revert never silently undoes a retire it
     did not see. Raises ``ArtifactNotFound``, ``ArtifactConflict`` (the head moved on or changed
     state), ``InvalidRequest`` (no reason, no such earlier revision)."""
+    require_transaction("this review write")
     reason = _reason(reason)
     head = _lock_head(scope_id, family, artifact_id, expected_revision, expected_state)
     highest = head.current_revision if head.state == Artifact.State.RETIRED else head.current_revision - 1
@@ -205,3 +224,10 @@ def artifact_revert(
         reverted_to=to_revision,
     )
     return head
+
+
+# The public services: each ``*_within`` body as one durable transaction of its own (the Inbox's
+# take-back actions); ``review.services.undo`` runs the bodies inside its own transaction.
+candidate_reopen = transaction.atomic(durable=True)(candidate_reopen_within)
+artifact_retire = transaction.atomic(durable=True)(artifact_retire_within)
+artifact_revert = transaction.atomic(durable=True)(artifact_revert_within)

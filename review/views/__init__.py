@@ -21,6 +21,7 @@ from review.views.candidate import (
 from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.listing import queue, queue_bulk
 from review.views.reversal import candidate_reopen, candidate_retire, candidate_revert
+from review.views.undo import decisions_undo
 
 __all__ = [
     "candidate_approve",
@@ -34,6 +35,7 @@ __all__ = [
     "candidate_revert",
     "candidate_revise",
     "candidate_unclaim",
+    "decisions_undo",
     "queue",
     "queue_bulk",
 ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -26,6 +25,7 @@ from review.selectors import evidence as evidence_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import similar as similar_selectors
+from review.services import undo as undo_service
 from review.views.common import (
     CONFLICTS,
     action_login_required,
@@ -38,10 +38,10 @@ from review.views.common import (
     redirect_to_form,
     reviewer_of,
     small_int,
-    stash_form,
     unstash_form,
     with_qs,
 )
+from review.views.undo import offer_undo
 
 
 def _candidate_context(
@@ -84,9 +84,9 @@ def _candidate_context(
         "canned_reasons": (
             reason_selectors.canned_reasons() if summary.is_pending and can_review(request) else []
         ),
-        "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         "similar": similar_selectors.candidate_similar(candidate),
         "take_back": action_selectors.take_back(candidate),
+        "undo_here": can_review(request) and undo_service.undo_offered(candidate, reviewer_of(request)),
     }
 
 
@@ -168,55 +168,30 @@ def _decide(
     form_class: type[ApproveForm] | type[RejectForm],
     decide: Callable[[Candidate, dict[str, Any]], SafeString],
 ) -> HttpResponse:
-    """Approve and reject: load, validate the form, call the service, then go on to the next
-    candidate (or back to the candidate page with the form's errors, or the 409 conflict page).
-    A GET (a stale bookmark, a log-in's ``next``) goes to the candidate page.
-
-    ``deferred=1`` marks a decision the page held behind its Undo toast and sent in the background
-    as the reviewer moved on or closed the page (see ``_undo.js``): nobody reads that answer, so
-    the outcome is kept as a message for the next page the reviewer opens, and the answer is a
-    bare status (204 decided, 409 conflict, 400 form error) that renders no page (a rendered page
-    would consume the message)."""
-    candidate = _action_target(request, pk, filterset_for(request).querystring())
+    """Approve and reject (the buttons, the keys, "Reject as duplicate"): load, validate the form,
+    call the service, which commits at once, then go on to the next candidate, whose page offers
+    Undo of this decision (``views/undo.py``); or back to the candidate page with the form's
+    errors (nothing decided), or the 409 conflict page. A GET (a stale bookmark, a log-in's
+    ``next``) goes to the candidate page."""
+    qs = filterset_for(request).querystring()
+    candidate = _action_target(request, pk, qs)
     if isinstance(candidate, HttpResponse):
         return candidate
-    deferred = request.POST.get("deferred") == "1"
-    url = candidate_url(pk, filterset_for(request).querystring())
     form = form_class(request.POST)
     if form.is_valid():
         expected = form.cleaned_data["expected_version"]
         try:
             message = decide(candidate, form.cleaned_data)
         except CONFLICTS as exc:
-            if not deferred:
-                return _conflict(request, pk, exc, action=action, expected_version=expected)
-            messages.error(
-                request,
-                format_html(
-                    'Candidate <a href="{}">#{}</a> was not {}: {} Open it to review the current version.',
-                    url,
-                    pk,
-                    PAST[action],
-                    exc.message,
-                ),
-            )
-            return HttpResponse(status=409)
+            return _conflict(request, pk, exc, action=action, expected_version=expected)
         except InvalidRequest as exc:
             add_service_errors(form, exc)
         else:
             # Tells the browser the draft of this form was submitted (see inbox.js).
             messages.success(request, message, extra_tags=f"{action}:{pk}")
-            return HttpResponse(status=204) if deferred else _after_decision(request, pk)
-    if deferred:
-        stash_form(request, pk, action, form)
-        messages.error(
-            request,
-            format_html(
-                'Candidate <a href="{}">#{}</a> was not {}: the form was refused.', url, pk, PAST[action]
-            ),
-        )
-        return HttpResponse(status=400)
-    return redirect_to_form(request, pk, action, form, url)
+            offer_undo(request, [pk], f"{PAST[action].capitalize()} #{pk}.", qs)
+            return _after_decision(request, pk)
+    return redirect_to_form(request, pk, action, form, candidate_url(pk, qs))
 
 
 PAST = {"approve": "approved", "reject": "rejected"}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -18,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from review import services
 from review.forms import BulkForm
 from review.models import Candidate, ReviewDecision
+from review.selectors import bulk_guard
 from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
@@ -30,6 +30,7 @@ from review.views.common import (
     small_int,
     with_qs,
 )
+from review.views.undo import offer_undo
 
 
 @login_required
@@ -81,7 +82,6 @@ def queue(request: HttpRequest) -> HttpResponse:
             "bulk_max": queue_selectors.BULK_MAX,
             "seen": seen,
             "canned_reasons": reason_selectors.canned_reasons() if can_review(request) else [],
-            "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         },
     )
 
@@ -91,62 +91,81 @@ CONFLICT_WORDS = {
     "candidate_terminal": "already decided",
     "artifact_conflict": "its target moved on",
     "candidate_not_found": "no longer exists",
-    "flagged": "holds hidden text or characters: approve it from its own page",
+}
+HELD_WORDS = {
+    "flagged": "hidden characters or text",
+    "stale": "stale: its target moved on, rebase it first",
 }
 
 
-def _bulk_message(outcomes: list[services.BulkOutcome], decided: str, qs: str) -> SafeString:
-    """``8 approved, 2 conflicts: #12 (changed since you looked), #15 (...)``, with links."""
+def _links(items: list[tuple[int, str]], qs: str) -> SafeString:
+    return format_html_join(
+        ", ", '<a href="{}">#{}</a> ({})', ((candidate_url(pk, qs), pk, why) for pk, why in items)
+    )
+
+
+def _bulk_message(
+    outcomes: list[services.BulkOutcome], decided: str, qs: str, held: list[tuple[int, str]]
+) -> SafeString:
+    """``8 approved, 2 conflicts: #12 (changed since you looked), #15 (...)``, with links, and
+    ``Left out 1 flagged item: #9 (hidden characters or text)`` for a guarded bulk approval."""
     done = sum(1 for o in outcomes if o.outcome == "decided")
     failed = [o for o in outcomes if o.outcome != "decided"]
     text = format_html("{} {}", done, decided)
-    if not failed:
-        return format_html("{}.", text)
-    links = format_html_join(
-        ", ",
-        '<a href="{}">#{}</a> ({})',
-        ((candidate_url(o.pk, qs), o.pk, CONFLICT_WORDS.get(o.code or "", "conflict")) for o in failed),
-    )
-    noun = "conflict" if len(failed) == 1 else "conflicts"
-    return format_html(
-        "{}, {} {}: {}. Nothing was decided for {}; open {} to review the current version.",
-        text,
-        len(failed),
-        noun,
-        links,
-        "it" if len(failed) == 1 else "them",
-        "it" if len(failed) == 1 else "them",
-    )
+    if failed:
+        noun = "conflict" if len(failed) == 1 else "conflicts"
+        them = "it" if len(failed) == 1 else "them"
+        text = format_html(
+            "{}, {} {}: {}. Nothing was decided for {}; open {} to review the current version",
+            text,
+            len(failed),
+            noun,
+            _links([(o.pk, CONFLICT_WORDS.get(o.code or "", "conflict")) for o in failed], qs),
+            them,
+            them,
+        )
+    if held:
+        text = format_html(
+            "{}. Left out {} flagged item{}: {}. Approve {} on {} own page, or tick “Include flagged "
+            "items” to approve {} in bulk",
+            text,
+            len(held),
+            "" if len(held) == 1 else "s",
+            _links([(pk, HELD_WORDS[why]) for pk, why in held], qs),
+            "it" if len(held) == 1 else "them",
+            "its" if len(held) == 1 else "their",
+            "it" if len(held) == 1 else "them",
+        )
+    return format_html("{}.", text)
 
 
 @login_required
 @require_http_methods(["POST"])
 def queue_bulk(request: HttpRequest) -> HttpResponse:
     """Approve or reject the selected rows (or all rows matching the filters, as the reviewer saw
-    them), each in its own transaction; back to the queue with "8 approved, 2 conflicts".
+    them), each in its own transaction, committed at once; back to the queue with "8 approved,
+    2 conflicts" and an Undo of the batch (``views/undo.py``).
 
-    ``deferred=1`` (sent in the background as the reviewer left the page during the Undo window,
-    see ``_undo.js``): the same messages wait for the next page, and the answer is a bare 204, or
-    400 for a refused form."""
+    Guard: a bulk approval leaves out items flagged for hidden characters and stale updates
+    (``selectors.bulk_guard``) unless ``include_flagged`` is ticked, and says which and why. A
+    refused form (a reject without a reason, an empty selection) decides nothing."""
     if not can_review(request):
         return forbidden_page(request)
     filterset = filterset_for(request)
     qs = filterset.querystring()
-    deferred = request.POST.get("deferred") == "1"
     back = HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
     back.status_code = 303
-    refused = HttpResponse(status=400) if deferred else back
     form = BulkForm(request.POST)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
                 messages.error(request, str(error))
-        return refused
+        return back
     data = form.cleaned_data
     if data["all_matching"]:
         if not filterset.is_valid() or filterset.status_value != Candidate.Status.PENDING:
             messages.error(request, "Only pending candidates can be decided.")
-            return refused
+            return back
         seen = datetime.fromtimestamp(data["seen"] / 1_000_000, tz=UTC)
         items = queue_selectors.matching_items(filterset.qs, seen=seen)
     else:
@@ -156,20 +175,19 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
         if data["decision"] == "approve"
         else ReviewDecision.Decision.REJECTED
     )
-    # Hidden text or characters: only a reviewer who read the warning on the candidate's own page
-    # may approve it (issue 20, N3/N5); rejecting in bulk stays possible.
-    flagged = queue_selectors.flagged_items(items) if decision == ReviewDecision.Decision.APPROVED else set()
+    guarded = decision == ReviewDecision.Decision.APPROVED and not data["include_flagged"]
+    held = bulk_guard.held_back(items) if guarded else {}
     outcomes = services.candidates_decide_bulk(
-        items=[item for item in items if item not in flagged],
+        items=[item for item in items if item not in held],
         decision=decision,
         reason=data["reason"] or None,
         reviewer=reviewer_of(request),
     )
-    outcomes += [
-        services.BulkOutcome(pk, version, "conflict", "flagged")
-        for pk, version in items
-        if (pk, version) in flagged
-    ]
+    left_out = [(pk, held[(pk, version)]) for pk, version in dict.fromkeys(items) if (pk, version) in held]
     tags = "bulk-reject" if decision == ReviewDecision.Decision.REJECTED else ""
-    messages.success(request, _bulk_message(outcomes, str(decision), qs), extra_tags=tags)
-    return HttpResponse(status=204) if deferred else back
+    message = _bulk_message(outcomes, str(decision), qs, left_out)
+    (messages.warning if left_out else messages.success)(request, message, extra_tags=tags)
+    decided = [o.pk for o in outcomes if o.outcome == "decided"]
+    word = "Approved" if decision == ReviewDecision.Decision.APPROVED else "Rejected"
+    offer_undo(request, decided, f"{word} {len(decided)} candidate{'' if len(decided) == 1 else 's'}.", qs)
+    return back

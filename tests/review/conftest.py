@@ -25,13 +25,6 @@ def _fast_password_hasher(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-@pytest.fixture(autouse=True)
-def _decisions_post_at_once(settings: Any) -> None:
-    """Pages post approve/reject at once, as without JavaScript; the Undo window's own tests
-    (test_inbox_undo_browser.py) set it back to the default."""
-    settings.POWERCONTEXT_REVIEW_UNDO_SECONDS = 0
-
-
 def make_user(username: str, *, reviewer: bool = False, active: bool = True) -> User:
     user = User.objects.create_user(username=username, password=PASSWORD, is_active=active)
     if reviewer:

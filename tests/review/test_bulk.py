@@ -258,7 +258,7 @@ def test_bulk_approve_leaves_flagged_items_for_their_own_page(reviewer: User, le
     )
 
     page = messages_of(client, response)
-    assert "1 approved, 1 conflict" in page and "holds hidden text or characters" in page
+    assert "1 approved. Left out 1 flagged item:" in page and "(hidden characters or text)" in page
     assert statuses(plain, flagged) == ["approved", "pending"]
 
 
