@@ -160,6 +160,9 @@ def history_search(
 
 @dataclass(frozen=True)
 class HistoryChunk:
+    """One history item of a read with its redacted content; ``truncated`` when the read's
+    byte budget cut the content short (the next read starts at this item)."""
+
     item: HistoryItem
     content: str
     truncated: bool

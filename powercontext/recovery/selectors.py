@@ -48,6 +48,9 @@ class NoteContent:
 
 @dataclass(frozen=True)
 class NoteMatch:
+    """One line of a note that contains the query, with its context lines, in the note's
+    current version."""
+
     path: str
     version: int
     match: LineMatch
