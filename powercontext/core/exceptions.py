@@ -32,6 +32,12 @@ MESSAGES: dict[str, str] = {
     "candidate_terminal": "The Candidate was already approved or rejected.",
     "artifact_conflict": "The target is not the latest revision of its Artifact.",
     "runtime_not_ready": "A required runtime dependency is unavailable.",
+    # Session recovery (powercontext.recovery.exceptions); details carry only numbers.
+    "note_not_found": "The session has no such note (or no such version of it).",
+    "note_conflict": "The note is not at the expected version.",
+    "note_too_large": "The note would exceed the per-note byte limit; nothing was written.",
+    "session_notes_too_large": "The session's notes would exceed the per-session byte limit; nothing was written.",
+    "too_many_notes": "The session already has the maximum number of notes; nothing was written.",
 }
 
 
