@@ -20,7 +20,7 @@ from context_api.validation import (
     scope_field,
 )
 from powercontext.recovery import history, limits, selectors, services
-from powercontext.recovery.text import LineMatch
+from powercontext.recovery.text import LineMatch, LineSearch
 
 # A virtual path, never an OS path: segments of letters, digits, '.', '_' and '-', each starting
 # with a letter, digit or '_' (so no '.', '..', empty or absolute segments), joined by '/'.
@@ -151,13 +151,13 @@ class SearchInput(StrictSerializer):
 
 def _search_arguments(data: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of a note or history search, from a valid ``SearchInput``."""
-    return {
-        **_session(data),
-        "query": _query(data),
-        "ignore_case": data["ignore_case"],
-        "context_lines": data["context_lines"],
-        "limit": data["limit"],
-    }
+    search = LineSearch(
+        query=_query(data),
+        ignore_case=data["ignore_case"],
+        context_lines=data["context_lines"],
+        limit=data["limit"],
+    )
+    return {**_session(data), "search": search}
 
 
 @operation("search_session_notes", "v1/sessions/notes/search", SearchInput, read_only=True, idempotent=True)
