@@ -159,7 +159,9 @@ class PipelineSelection(models.Model):
 
 
 class PipelineCounter(models.Model):
-    """How often an outcome happened in a scope (ids and counts only, never content)."""
+    """How often an outcome happened in a scope (ids and counts only, never content). One row
+    per (scope, name), created on first use and then only incremented in place (an ``F()``
+    update), so concurrent workers never lose a count."""
 
     class Name(models.TextChoices):
         CLAIMED = "claimed"

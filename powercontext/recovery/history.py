@@ -22,7 +22,7 @@ from django.db.models.expressions import RawSQL
 from powercontext.core.models import Source
 from powercontext.core.redaction_detectors import redact
 from powercontext.recovery import limits
-from powercontext.recovery.text import LineMatch, LineSearch, clip_utf8, safe_label, utf8_size
+from powercontext.recovery.text import HintHistory, LineMatch, LineSearch, clip_utf8, safe_label, utf8_size
 
 CONTENT = "content"
 _KEY_SQL = {
@@ -192,22 +192,13 @@ def history_read(
     return HistoryRange(items=chunks, truncated=False, next_position=None)
 
 
-@dataclass(frozen=True)
-class HistoryExtent:
-    count: int
-    first_position: int | None
-    last_position: int | None
-    windows: list[str]
-    window_count: int
-
-
-def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> HistoryExtent:
+def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> HintHistory:
     """How many sources the session has, its first and last positions, and the window ids seen
-    (in order of first appearance, at most ``max_windows`` of them)."""
+    (in order of first appearance, at most ``max_windows`` of them): the hint's history part."""
     rows = _session_sources(scope_id, session_id)
     totals = rows.aggregate(count=Count("pk"), first=Min("position"), last=Max("position"))
     if not totals["count"]:
-        return HistoryExtent(count=0, first_position=None, last_position=None, windows=[], window_count=0)
+        return HintHistory(count=0, first_position=None, last_position=None, windows=[], window_count=0)
     windows = (
         rows.annotate(window=metadata_key("window_id"))
         .exclude(window=None)
@@ -216,7 +207,7 @@ def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> Histo
         .order_by("first", "window")
     )
     seen = [str(w) for w in windows.values_list("window", flat=True)]
-    return HistoryExtent(
+    return HintHistory(
         count=totals["count"],
         first_position=totals["first"],
         last_position=totals["last"],

@@ -12,7 +12,7 @@ from django.db.models import F
 from powercontext.recovery import history, limits
 from powercontext.recovery.exceptions import NoteNotFound
 from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
-from powercontext.recovery.text import HintHistory, HintNote, LineMatch, LineSearch, render_hint
+from powercontext.recovery.text import HintNote, LineMatch, LineSearch, render_hint
 
 HINT_WINDOWS = 10
 # The shortest note line ("- a (0 bytes, v1, 2026-01-01T00:00:00Z)" and its line break) is 40
@@ -152,18 +152,11 @@ def recovery_hint(*, scope_id: str, session_id: str) -> Hint:
             .order_by("-updated_at", "path")
             .values_list("path", "size_bytes", "current_version", "updated_at")[:HINT_NOTES_FETCHED]
         ]
-    extent = history.history_extent(scope_id=scope_id, session_id=session_id, max_windows=HINT_WINDOWS)
     text, truncated = render_hint(
         notes=notes,
         note_count=note_count,
         total_bytes=total_bytes,
-        history=HintHistory(
-            count=extent.count,
-            first_position=extent.first_position,
-            last_position=extent.last_position,
-            windows=extent.windows,
-            window_count=extent.window_count,
-        ),
+        history=history.history_extent(scope_id=scope_id, session_id=session_id, max_windows=HINT_WINDOWS),
         max_bytes=limits.HINT_MAX_BYTES,
     )
     return Hint(text=text, size_bytes=len(text.encode("utf-8")), truncated=truncated)

@@ -119,6 +119,9 @@ class HintNote:
 
 @dataclass(frozen=True)
 class HintHistory:
+    """The extent of a session's history as the hint states it (``history.history_extent``):
+    how many sources, the first and last positions, and the window ids seen."""
+
     count: int
     first_position: int | None
     last_position: int | None
