@@ -164,6 +164,9 @@ class SourceAdmin(ReadOnlyAdmin):
 
 @admin.register(Artifact)
 class ArtifactHeadAdmin(ReadOnlyAdmin):
+    """Artifact heads (Memory, Experience, Skill): the current revision, the lifecycle state and,
+    for Experience, the search text retrieval reads; each links to all its revisions."""
+
     list_display = (
         "artifact_id",
         "family",
@@ -223,6 +226,9 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
 
 @admin.register(MemoryEntryVersion)
 class MemoryEntryVersionAdmin(ReadOnlyAdmin):
+    """Every version of every Memory entry with its full text; versions are immutable, and the
+    membership pages say which revisions hold them."""
+
     list_display = (
         "entry_version_id",
         "entry_id_display",
@@ -259,6 +265,9 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(MemoryMembership)
 class MemoryMembershipAdmin(ReadOnlyAdmin):
+    """The half-open intervals of Memory revisions each entry version belongs to: a row with no
+    ``to_revision`` is in the current head."""
+
     list_display = (
         "id",
         "scope_id",
