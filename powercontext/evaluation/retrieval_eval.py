@@ -68,12 +68,18 @@ _SESSION = re.compile(r"session_(\d+)")
 
 @dataclass(frozen=True)
 class Turn:
+    """One dialogue turn: its LoCoMo id (``D<session>:<turn>``) and the text remembered for it,
+    ``"<speaker>: <text>"``."""
+
     dia_id: str
     text: str
 
 
 @dataclass(frozen=True)
 class Question:
+    """One question asked as a prepare query, with its LoCoMo category and the turns that hold
+    its answer (the evidence the pack should cite)."""
+
     question: str
     category: int
     evidence: tuple[str, ...]  # turn ids that name a turn of the conversation, deduplicated
@@ -89,6 +95,9 @@ class Conversation:
 
 @dataclass
 class Score:
+    """Running totals of the questions of one category (or all): recall, hits, items and bytes;
+    ``as_dict`` gives the report's means and rates."""
+
     questions: int = 0
     recall: float = 0.0
     hits: int = 0
@@ -118,6 +127,9 @@ class Score:
 
 @dataclass
 class NegativeScore:
+    """Running totals of one negative set: prompts, empty packs (the correct answer), items and
+    bytes; ``as_dict`` gives the empty rate and the means."""
+
     prompts: int = 0
     empty: int = 0
     items: int = 0
