@@ -93,6 +93,11 @@ class Conversation:
     skipped_questions: int  # category 1-4 whose evidence names no turn
 
 
+def _pack_means(items: int, content_bytes: int, packs: int) -> dict[str, float]:
+    """The mean Memory items and content bytes per pack, as both reports state them."""
+    return {"mean_items": round(items / packs, 3), "mean_content_bytes": round(content_bytes / packs, 1)}
+
+
 @dataclass
 class Score:
     """Running totals of the questions of one category (or all): recall, hits, items and bytes;
@@ -120,8 +125,7 @@ class Score:
             "evidence_recall": round(self.recall / n, 4),
             "hit_rate": round(self.hits / n, 4),
             "item_precision": round(self.evidence_items / self.items, 4) if self.items else 0.0,
-            "mean_items": round(self.items / n, 3),
-            "mean_content_bytes": round(self.content_bytes / n, 1),
+            **_pack_means(self.items, self.content_bytes, n),
         }
 
 
@@ -146,8 +150,7 @@ class NegativeScore:
         return {
             "prompts": self.prompts,
             "empty_rate": round(self.empty / n, 4),
-            "mean_items": round(self.items / n, 3),
-            "mean_content_bytes": round(self.content_bytes / n, 1),
+            **_pack_means(self.items, self.content_bytes, n),
         }
 
 
