@@ -75,6 +75,14 @@ def excerpt(text: str | None) -> str:
     return Truncator(text or "").chars(EXCERPT_CHARS)
 
 
+def explain_prepare_link(scope_id: str) -> SafeString:
+    """A link to the prepare explain page (``powercontext.prepare.admin``) for ``scope_id``."""
+    url = reverse("admin:powercontext_prepare_explain")
+    return format_html(
+        '<a href="{}?{}">Explain a prepare in this scope</a>', url, urlencode({"scope": scope_id})
+    )
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
     """View-only admin: no add, change or delete for anyone, superusers included.
 
@@ -137,10 +145,7 @@ class ScopeStateAdmin(ReadOnlyAdmin):
 
     @admin.display(description="prepare")
     def explain_link(self, obj: ScopeState) -> SafeString:
-        url = reverse("admin:powercontext_prepare_explain")
-        return format_html(
-            '<a href="{}?{}">Explain a prepare in this scope</a>', url, urlencode({"scope": obj.scope_id})
-        )
+        return explain_prepare_link(obj.scope_id)
 
 
 @admin.register(Source)
