@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -111,12 +111,12 @@ class StateCollector(Collector):
             "Entries and Experiences still without a vector.",
             state.embed_backlog,
         )
-        jobs = GaugeMetricFamily(
-            "powercontext_pipeline_jobs", "Pipeline Phase 1 jobs by state (eligible: waiting to be claimed).",
-            labels=["state"],
-        )  # fmt: skip
-        for job_state, count in sorted(state.pipeline_jobs.items()):
-            jobs.add_metric([job_state], count)
+        jobs = _labelled_gauge(
+            "powercontext_pipeline_jobs",
+            "Pipeline Phase 1 jobs by state (eligible: waiting to be claimed).",
+            "state",
+            state.pipeline_jobs,
+        )
         jobs.add_metric(["eligible"], state.pipeline_eligible_sessions)
         yield jobs
         yield _gauge(
@@ -124,24 +124,20 @@ class StateCollector(Collector):
             "Age of the newest source of the oldest session eligible for Phase 1 (0: none waiting).",
             state.pipeline_oldest_eligible_seconds or 0.0,
         )
-        depth = GaugeMetricFamily(
-            "powercontext_queue_depth", "Messages waiting in a broker queue.", labels=["queue"]
+        yield _labelled_gauge(
+            "powercontext_queue_depth", "Messages waiting in a broker queue.", "queue", state.queue_depth
         )
-        for queue, count in sorted(state.queue_depth.items()):
-            depth.add_metric([queue], count)
-        yield depth
         yield _gauge(
             "powercontext_broker_up",
             "1 when the broker answered the scrape.",
             float(state.broker == "reachable"),
         )
-        seen = GaugeMetricFamily(
-            "powercontext_worker_last_seen_seconds", "Seconds since a Celery worker's last heartbeat.",
-            labels=["worker"],
-        )  # fmt: skip
-        for node, age in sorted(state.workers.items()):
-            seen.add_metric([node], age)
-        yield seen
+        yield _labelled_gauge(
+            "powercontext_worker_last_seen_seconds",
+            "Seconds since a Celery worker's last heartbeat.",
+            "worker",
+            state.workers,
+        )
         yield _gauge(
             "powercontext_workers_alive", "Workers with a heartbeat within one period.", state.workers_alive
         )
@@ -154,6 +150,16 @@ class StateCollector(Collector):
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _labelled_gauge(
+    name: str, documentation: str, label: str, values: Mapping[str, float]
+) -> GaugeMetricFamily:
+    """One sample per key of ``values`` (sorted), the key as the ``label`` value."""
+    family = GaugeMetricFamily(name, documentation, labels=[label])
+    for key, value in sorted(values.items()):
+        family.add_metric([key], value)
+    return family
 
 
 def _request_registries() -> Iterable[CollectorRegistry]:

@@ -21,6 +21,11 @@ def citation(revision: int | None, entry_id: str, entry_version_id: str) -> dict
     return {"memory_ref": memory_ref(revision), "entry_id": entry_id, "entry_version_id": entry_version_id}
 
 
+def _refs(cites: Any) -> dict[str, Any]:
+    """The evidence an entry version, a candidate version or an artifact revision cites."""
+    return {"source_refs": cites.source_refs, "artifact_refs": cites.artifact_refs}
+
+
 def memory_entry(entry: EntryView) -> dict[str, Any]:
     return {
         "citation": citation(entry.revision, entry.entry_id, entry.entry_version_id),
@@ -28,8 +33,7 @@ def memory_entry(entry: EntryView) -> dict[str, Any]:
         "kind": entry.kind,
         "text": entry.text,
         "state": entry.state,
-        "source_refs": entry.source_refs,
-        "artifact_refs": entry.artifact_refs,
+        **_refs(entry),
     }
 
 
@@ -68,8 +72,7 @@ def candidate(candidate: Candidate) -> dict[str, Any]:
         "family": candidate.family,
         "status": candidate.status,
         "proposal": latest.proposal,
-        "source_refs": latest.source_refs,
-        "artifact_refs": latest.artifact_refs,
+        **_refs(latest),
         "target": latest.target,
         "reason": latest.reason,
         "result_artifact": (
@@ -86,8 +89,7 @@ def artifact_revision(revision: ArtifactRevision) -> dict[str, Any]:
     return {
         "artifact": artifact_ref(revision.family, revision.artifact_id, revision.revision),
         "content": revision.content,
-        "source_refs": revision.source_refs,
-        "artifact_refs": revision.artifact_refs,
+        **_refs(revision),
     }
 
 

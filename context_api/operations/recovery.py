@@ -20,7 +20,7 @@ from context_api.validation import (
     scope_field,
 )
 from powercontext.recovery import history, limits, selectors, services
-from powercontext.recovery.text import LineMatch
+from powercontext.recovery.text import LineMatch, LineSearch
 
 # A virtual path, never an OS path: segments of letters, digits, '.', '_' and '-', each starting
 # with a letter, digit or '_' (so no '.', '..', empty or absolute segments), joined by '/'.
@@ -40,6 +40,11 @@ def _path_field(**kwargs: Any) -> StrictCharField:
 
 def _time(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _session(data: dict[str, Any]) -> dict[str, str]:
+    """The scope and session every recovery call names, as keyword arguments."""
+    return {"scope_id": data["scope_id"], "session_id": data["session_id"]}
 
 
 def _query(data: dict[str, Any]) -> str:
@@ -66,8 +71,7 @@ class WriteNoteInput(StrictSerializer):
 def write_session_note(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Write a session note's next immutable version (replace its content or append to it)."""
     written = services.note_write(
-        scope_id=data["scope_id"],
-        session_id=data["session_id"],
+        **_session(data),
         path=data["path"],
         content=data["content"],
         mode=data["mode"],
@@ -96,8 +100,7 @@ class ReadNoteInput(StrictSerializer):
 def read_session_note(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Read a session note: its latest version, or a given one."""
     note = selectors.note_read(
-        scope_id=data["scope_id"],
-        session_id=data["session_id"],
+        **_session(data),
         path=data["path"],
         version=data.get("version"),
     )
@@ -121,9 +124,7 @@ class ListNotesInput(StrictSerializer):
 @operation("list_session_notes", "v1/sessions/notes/list", ListNotesInput, read_only=True, idempotent=True)
 def list_session_notes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """List a session's notes: paths, sizes, versions and last writes."""
-    listing = selectors.note_list(
-        scope_id=data["scope_id"], session_id=data["session_id"], prefix=data["prefix"] or None
-    )
+    listing = selectors.note_list(**_session(data), prefix=data["prefix"] or None)
     return {
         "notes": [
             {
@@ -148,17 +149,21 @@ class SearchInput(StrictSerializer):
     limit = StrictIntegerField(min_value=1, max_value=100, required=False, default=20)
 
 
-@operation("search_session_notes", "v1/sessions/notes/search", SearchInput, read_only=True, idempotent=True)
-def search_session_notes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """Search a session's notes literally, line by line, with context lines."""
-    found = selectors.note_search(
-        scope_id=data["scope_id"],
-        session_id=data["session_id"],
+def _search_arguments(data: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of a note or history search, from a valid ``SearchInput``."""
+    search = LineSearch(
         query=_query(data),
         ignore_case=data["ignore_case"],
         context_lines=data["context_lines"],
         limit=data["limit"],
     )
+    return {**_session(data), "search": search}
+
+
+@operation("search_session_notes", "v1/sessions/notes/search", SearchInput, read_only=True, idempotent=True)
+def search_session_notes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    """Search a session's notes literally, line by line, with context lines."""
+    found = selectors.note_search(**_search_arguments(data))
     return {
         "matches": [{"path": m.path, "version": m.version, **_line(m.match)} for m in found.matches],
         "truncated": found.truncated,
@@ -189,8 +194,7 @@ def _history_item(item: history.HistoryItem) -> dict[str, Any]:
 def list_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """List a session's captured sources in position order (metadata only)."""
     page = history.history_list(
-        scope_id=data["scope_id"],
-        session_id=data["session_id"],
+        **_session(data),
         after_position=data["after_position"],
         limit=data["limit"],
     )
@@ -202,14 +206,7 @@ def list_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]
 )
 def search_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Search a session's captured sources literally (redacted), line by line."""
-    found = history.history_search(
-        scope_id=data["scope_id"],
-        session_id=data["session_id"],
-        query=_query(data),
-        ignore_case=data["ignore_case"],
-        context_lines=data["context_lines"],
-        limit=data["limit"],
-    )
+    found = history.history_search(**_search_arguments(data))
     return {
         "matches": [
             {"source_id": m.source_id, "position": m.position, "window_id": m.window_id, **_line(m.match)}
@@ -235,8 +232,7 @@ class ReadHistoryInput(StrictSerializer):
 def read_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Read a session's captured sources by position range within a byte budget (redacted)."""
     found = history.history_read(
-        scope_id=data["scope_id"],
-        session_id=data["session_id"],
+        **_session(data),
         from_position=data["from_position"],
         to_position=data.get("to_position"),
         max_bytes=data["max_bytes"],
@@ -259,7 +255,7 @@ class HintInput(StrictSerializer):
 @operation("get_recovery_hint", "v1/sessions/hint", HintInput, read_only=True, idempotent=True)
 def get_recovery_hint(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """The session's recovery hint: what notes and history exist (metadata only, <= 4,000 bytes)."""
-    hint = selectors.recovery_hint(scope_id=data["scope_id"], session_id=data["session_id"])
+    hint = selectors.recovery_hint(**_session(data))
     return {"hint": hint.text, "hint_bytes": hint.size_bytes, "truncated": hint.truncated}
 
 

@@ -75,6 +75,14 @@ def excerpt(text: str | None) -> str:
     return Truncator(text or "").chars(EXCERPT_CHARS)
 
 
+def explain_prepare_link(scope_id: str) -> SafeString:
+    """A link to the prepare explain page (``powercontext.prepare.admin``) for ``scope_id``."""
+    url = reverse("admin:powercontext_prepare_explain")
+    return format_html(
+        '<a href="{}?{}">Explain a prepare in this scope</a>', url, urlencode({"scope": scope_id})
+    )
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
     """View-only admin: no add, change or delete for anyone, superusers included.
 
@@ -137,10 +145,7 @@ class ScopeStateAdmin(ReadOnlyAdmin):
 
     @admin.display(description="prepare")
     def explain_link(self, obj: ScopeState) -> SafeString:
-        url = reverse("admin:powercontext_prepare_explain")
-        return format_html(
-            '<a href="{}?{}">Explain a prepare in this scope</a>', url, urlencode({"scope": obj.scope_id})
-        )
+        return explain_prepare_link(obj.scope_id)
 
 
 @admin.register(Source)
@@ -164,6 +169,9 @@ class SourceAdmin(ReadOnlyAdmin):
 
 @admin.register(Artifact)
 class ArtifactHeadAdmin(ReadOnlyAdmin):
+    """Artifact heads (Memory, Experience, Skill): the current revision, the lifecycle state and,
+    for Experience, the search text retrieval reads; each links to all its revisions."""
+
     list_display = (
         "artifact_id",
         "family",
@@ -223,6 +231,9 @@ class MemoryEntryAdmin(ReadOnlyAdmin):
 
 @admin.register(MemoryEntryVersion)
 class MemoryEntryVersionAdmin(ReadOnlyAdmin):
+    """Every version of every Memory entry with its full text; versions are immutable, and the
+    membership pages say which revisions hold them."""
+
     list_display = (
         "entry_version_id",
         "entry_id_display",
@@ -259,6 +270,9 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(MemoryMembership)
 class MemoryMembershipAdmin(ReadOnlyAdmin):
+    """The half-open intervals of Memory revisions each entry version belongs to: a row with no
+    ``to_revision`` is in the current head."""
+
     list_display = (
         "id",
         "scope_id",

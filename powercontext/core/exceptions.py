@@ -2,17 +2,59 @@
 
 Messages are fixed, human-readable strings. They never quote untrusted input (queries, text,
 scope ids, entry ids), so an error body or a log line can never leak it.
+
+A class names its ``code`` (and, for a new kind of error, its HTTP ``status``) as class keywords;
+its message is that code's line of ``MESSAGES``, so every code and message stands in one table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+MESSAGES: dict[str, str] = {
+    "internal_error": "The server failed without exposing internal details.",
+    "invalid_request": "The request violates the API contract.",
+    "capability_not_supported": "The requested capability is not supported by this server.",
+    "unauthorized": "A valid bearer token is required.",
+    "forbidden": "This token may not perform this operation.",
+    "origin_forbidden": "Cross-origin requests to this API are not allowed.",
+    "scope_forbidden": "This token may not access this scope.",
+    "unsupported_media_type": "The request body must be sent as application/json.",
+    "not_found": "The requested resource was not found.",
+    "memory_not_found": "The requested Memory value was not found.",
+    "artifact_not_found": "The requested Artifact revision was not found.",
+    "candidate_not_found": "The requested Candidate was not found.",
+    "conflict": "The command conflicts with current state.",
+    "source_conflict": "A Source with this id already exists with different content.",
+    "revision_conflict": "The Memory revision is not the current head.",
+    "memory_entry_inactive": "The Memory entry is not active.",
+    "candidate_conflict": "The Candidate version is not the current version.",
+    "candidate_terminal": "The Candidate was already approved or rejected.",
+    "artifact_conflict": "The target is not the latest revision of its Artifact.",
+    "runtime_not_ready": "A required runtime dependency is unavailable.",
+    # Session recovery (powercontext.recovery.exceptions); details carry only numbers.
+    "note_not_found": "The session has no such note (or no such version of it).",
+    "note_conflict": "The note is not at the expected version.",
+    "note_too_large": "The note would exceed the per-note byte limit; nothing was written.",
+    "session_notes_too_large": "The session's notes would exceed the per-session byte limit; nothing was written.",
+    "too_many_notes": "The session already has the maximum number of notes; nothing was written.",
+}
+
 
 class PowerContextError(Exception):
+    """The base of every domain error; on its own an internal error (500)."""
+
     status = 500
     code = "internal_error"
-    default_message = "The server failed without exposing internal details."
+    default_message = MESSAGES["internal_error"]
+
+    def __init_subclass__(cls, *, status: int | None = None, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+        if code is not None:
+            cls.code = code
+            cls.default_message = MESSAGES[code]
 
     def __init__(self, message: str | None = None, details: dict[str, Any] | None = None) -> None:
         self.message = message or self.default_message
@@ -20,107 +62,62 @@ class PowerContextError(Exception):
         super().__init__(self.message)
 
 
-class InvalidRequest(PowerContextError):
-    status = 422
-    code = "invalid_request"
-    default_message = "The request violates the API contract."
+class InvalidRequest(PowerContextError, status=422, code="invalid_request"): ...
 
 
-class CapabilityNotSupported(InvalidRequest):
-    code = "capability_not_supported"
-    default_message = "The requested capability is not supported by this server."
+class CapabilityNotSupported(InvalidRequest, code="capability_not_supported"): ...
 
 
-class Unauthorized(PowerContextError):
-    status = 401
-    code = "unauthorized"
-    default_message = "A valid bearer token is required."
+class Unauthorized(PowerContextError, status=401, code="unauthorized"): ...
 
 
-class Forbidden(PowerContextError):
-    status = 403
-    code = "forbidden"
-    default_message = "This token may not perform this operation."
+class Forbidden(PowerContextError, status=403, code="forbidden"): ...
 
 
-class OriginForbidden(Forbidden):
-    code = "origin_forbidden"
-    default_message = "Cross-origin requests to this API are not allowed."
+class OriginForbidden(Forbidden, code="origin_forbidden"): ...
 
 
-class ScopeForbidden(Forbidden):
-    code = "scope_forbidden"
-    default_message = "This token may not access this scope."
+class ScopeForbidden(Forbidden, code="scope_forbidden"): ...
 
 
-class UnsupportedMediaType(PowerContextError):
-    status = 415
-    code = "unsupported_media_type"
-    default_message = "The request body must be sent as application/json."
+class UnsupportedMediaType(PowerContextError, status=415, code="unsupported_media_type"): ...
 
 
-class NotFound(PowerContextError):
-    status = 404
-    code = "not_found"
-    default_message = "The requested resource was not found."
+class NotFound(PowerContextError, status=404, code="not_found"): ...
 
 
-class MemoryNotFound(NotFound):
-    code = "memory_not_found"
-    default_message = "The requested Memory value was not found."
+class MemoryNotFound(NotFound, code="memory_not_found"): ...
 
 
-class Conflict(PowerContextError):
-    status = 409
-    code = "conflict"
-    default_message = "The command conflicts with current state."
+class ArtifactNotFound(NotFound, code="artifact_not_found"): ...
 
 
-class SourceConflict(Conflict):
-    code = "source_conflict"
-    default_message = "A Source with this id already exists with different content."
+class CandidateNotFound(NotFound, code="candidate_not_found"): ...
 
 
-class RevisionConflict(Conflict):
-    code = "revision_conflict"
-    default_message = "The Memory revision is not the current head."
+class Conflict(PowerContextError, status=409, code="conflict"): ...
 
 
-class MemoryEntryInactive(Conflict):
-    code = "memory_entry_inactive"
-    default_message = "The Memory entry is not active."
+class SourceConflict(Conflict, code="source_conflict"): ...
 
 
-class RuntimeNotReady(PowerContextError):
-    status = 503
-    code = "runtime_not_ready"
-    default_message = "A required runtime dependency is unavailable."
+class RevisionConflict(Conflict, code="revision_conflict"): ...
+
+
+class MemoryEntryInactive(Conflict, code="memory_entry_inactive"): ...
+
+
+class CandidateConflict(Conflict, code="candidate_conflict"): ...
+
+
+class CandidateTerminal(Conflict, code="candidate_terminal"): ...
+
+
+class ArtifactConflict(Conflict, code="artifact_conflict"): ...
+
+
+class RuntimeNotReady(PowerContextError, status=503, code="runtime_not_ready"): ...
 
 
 class InvariantFailure(PowerContextError):
     """An internal invariant was violated: answer 500 and never return partial results."""
-
-
-class ArtifactNotFound(NotFound):
-    code = "artifact_not_found"
-    default_message = "The requested Artifact revision was not found."
-
-
-class CandidateNotFound(NotFound):
-    code = "candidate_not_found"
-    default_message = "The requested Candidate was not found."
-
-
-class CandidateConflict(Conflict):
-    code = "candidate_conflict"
-    default_message = "The Candidate version is not the current version."
-
-
-class CandidateTerminal(Conflict):
-    code = "candidate_terminal"
-    default_message = "The Candidate was already approved or rejected."
-
-
-class ArtifactConflict(Conflict):
-    code = "artifact_conflict"
-    default_message = "The target is not the latest revision of its Artifact."

@@ -32,6 +32,9 @@ FieldKind = Literal["text", "line", "lines"]
 
 @dataclass(frozen=True)
 class ProposalField:
+    """One field of a family's proposal: its name and label, its size limit and kind, and how
+    the Inbox edits it (textarea rows; item bounds for ``lines``; help text)."""
+
     name: str
     label: str
     max_length: int

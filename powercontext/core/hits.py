@@ -20,6 +20,9 @@ from powercontext.core.families import EXPERIENCE
 
 @dataclass(frozen=True)
 class ArtifactRef:
+    """A citation of one Artifact revision (family, id, revision), as the contract's
+    ``ArtifactRef`` object carries it and as hits, trace entries and candidates cite it."""
+
     family: str
     artifact_id: str
     revision: int

@@ -99,7 +99,8 @@ class Artifact(models.Model):
 
 
 class ArtifactRevision(models.Model):
-    """One immutable revision of an artifact. Inserted once, never updated or deleted."""
+    """One immutable revision of an artifact. Inserted once, never updated or deleted;
+    ``parent_revision`` is the revision it was written over (null for the first)."""
 
     head = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="revisions")
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
@@ -152,7 +153,8 @@ class MemoryEntry(models.Model):
 
 
 class MemoryEntryVersion(models.Model):
-    """One immutable version of a Memory entry's content. Inserted once, never updated."""
+    """One immutable version of a Memory entry's content. Inserted once, never updated; the
+    Memory revisions that hold it are recorded by ``MemoryMembership``."""
 
     entry = models.ForeignKey(MemoryEntry, on_delete=models.PROTECT, related_name="versions")
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)

@@ -42,6 +42,9 @@ MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
 @dataclass(frozen=True)
 class Hit:
+    """One secret a detector found: the span ``text[start:end]`` and the secret type that its
+    ``[REDACTED:type]`` marker will name."""
+
     start: int
     end: int
     type: str

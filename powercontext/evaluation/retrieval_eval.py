@@ -68,12 +68,18 @@ _SESSION = re.compile(r"session_(\d+)")
 
 @dataclass(frozen=True)
 class Turn:
+    """One dialogue turn: its LoCoMo id (``D<session>:<turn>``) and the text remembered for it,
+    ``"<speaker>: <text>"``."""
+
     dia_id: str
     text: str
 
 
 @dataclass(frozen=True)
 class Question:
+    """One question asked as a prepare query, with its LoCoMo category and the turns that hold
+    its answer (the evidence the pack should cite)."""
+
     question: str
     category: int
     evidence: tuple[str, ...]  # turn ids that name a turn of the conversation, deduplicated
@@ -88,21 +94,40 @@ class Conversation:
 
 
 @dataclass
-class Score:
+class PackTotals:
+    """What the packs of one report held, summed: Memory items and content bytes."""
+
+    items: int = 0  # Memory items in the packs
+    content_bytes: int = 0
+
+    def add_pack(self, items: int, content_bytes: int) -> None:
+        self.items += items
+        self.content_bytes += content_bytes
+
+    def pack_means(self, packs: int) -> dict[str, float]:
+        """The mean items and content bytes per pack, as every report states them."""
+        return {
+            "mean_items": round(self.items / packs, 3),
+            "mean_content_bytes": round(self.content_bytes / packs, 1),
+        }
+
+
+@dataclass
+class Score(PackTotals):
+    """Running totals of the questions of one category (or all): recall, hits and the packs'
+    items (``evidence_items``: those citing an evidence turn); ``as_dict`` gives the rates."""
+
     questions: int = 0
     recall: float = 0.0
     hits: int = 0
-    items: int = 0  # Memory items in the packs
-    evidence_items: int = 0  # of which cite an evidence turn
-    content_bytes: int = 0
+    evidence_items: int = 0
 
     def add(self, recall: float, items: int = 0, evidence_items: int = 0, content_bytes: int = 0) -> None:
         self.questions += 1
         self.recall += recall
         self.hits += recall > 0
-        self.items += items
         self.evidence_items += evidence_items
-        self.content_bytes += content_bytes
+        self.add_pack(items, content_bytes)
 
     def as_dict(self) -> dict[str, Any]:
         n = self.questions or 1
@@ -111,31 +136,29 @@ class Score:
             "evidence_recall": round(self.recall / n, 4),
             "hit_rate": round(self.hits / n, 4),
             "item_precision": round(self.evidence_items / self.items, 4) if self.items else 0.0,
-            "mean_items": round(self.items / n, 3),
-            "mean_content_bytes": round(self.content_bytes / n, 1),
+            **self.pack_means(n),
         }
 
 
 @dataclass
-class NegativeScore:
+class NegativeScore(PackTotals):
+    """Running totals of one negative set: prompts and empty packs (the correct answer);
+    ``as_dict`` gives the empty rate and the pack means."""
+
     prompts: int = 0
     empty: int = 0
-    items: int = 0
-    content_bytes: int = 0
 
     def add(self, items: int, content_bytes: int) -> None:
         self.prompts += 1
         self.empty += items == 0
-        self.items += items
-        self.content_bytes += content_bytes
+        self.add_pack(items, content_bytes)
 
     def as_dict(self) -> dict[str, Any]:
         n = self.prompts or 1
         return {
             "prompts": self.prompts,
             "empty_rate": round(self.empty / n, 4),
-            "mean_items": round(self.items / n, 3),
-            "mean_content_bytes": round(self.content_bytes / n, 1),
+            **self.pack_means(n),
         }
 
 

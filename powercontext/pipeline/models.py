@@ -15,7 +15,23 @@ SCOPE_MAX_LENGTH = 256
 SESSION_MAX_LENGTH = 300  # "source:" + a 256-char source id
 
 
-class PipelineJob(models.Model):
+class LeasedJob(models.Model):
+    """What the Phase 1 and Phase 2 job rows share: a worker claims the row under a lease, and
+    every later write of its run compares ``ownership_token`` (a new claim replaces the token,
+    so a worker whose lease lapsed writes nothing). ``error_code``: the last failure's code."""
+
+    ownership_token = models.CharField(max_length=64, blank=True, default="")
+    worker_id = models.CharField(max_length=128, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class PipelineJob(LeasedJob):
     """Phase 1 job of one session: claim state, lease, watermarks, retry budget, last outcome."""
 
     class Status(models.TextChoices):
@@ -27,21 +43,15 @@ class PipelineJob(models.Model):
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
     status = models.CharField(max_length=16, choices=Status.choices)
-    ownership_token = models.CharField(max_length=64, blank=True, default="")
-    worker_id = models.CharField(max_length=128, blank=True, default="")
-    lease_until = models.DateTimeField(null=True, blank=True)
     input_watermark = models.BigIntegerField(default=0)
     last_success_watermark = models.BigIntegerField(default=0)
     retry_budget = models.PositiveSmallIntegerField(default=3)
     retries_left = models.PositiveSmallIntegerField(default=3)
     backoff_until = models.DateTimeField(null=True, blank=True)
     outcome = models.CharField(max_length=32, blank=True, default="")
-    error_code = models.CharField(max_length=64, blank=True, default="")
     usage = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "powercontext_pipelinejob"
@@ -88,7 +98,7 @@ class PipelineOutput(models.Model):
         return f"phase 1 output #{self.pk}"
 
 
-class PipelineScopeJob(models.Model):
+class PipelineScopeJob(LeasedJob):
     """Phase 2 singleton of one scope: lease, token, heartbeat, cooldown, the last selection digest."""
 
     class Status(models.TextChoices):
@@ -100,17 +110,11 @@ class PipelineScopeJob(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
     # Phase 1 changed an output since the last successful run (cleared by that run's commit).
     pending = models.BooleanField(default=True)
-    ownership_token = models.CharField(max_length=64, blank=True, default="")
-    worker_id = models.CharField(max_length=128, blank=True, default="")
-    lease_until = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cooldown_until = models.DateTimeField(null=True, blank=True)
     retry_count = models.PositiveIntegerField(default=0)
-    error_code = models.CharField(max_length=64, blank=True, default="")
     selection_digest = models.CharField(max_length=64, blank=True, default="")
     last_success_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "powercontext_pipelinescopejob"
@@ -155,7 +159,9 @@ class PipelineSelection(models.Model):
 
 
 class PipelineCounter(models.Model):
-    """How often an outcome happened in a scope (ids and counts only, never content)."""
+    """How often an outcome happened in a scope (ids and counts only, never content). One row
+    per (scope, name), created on first use and then only incremented in place (an ``F()``
+    update), so concurrent workers never lose a count."""
 
     class Name(models.TextChoices):
         CLAIMED = "claimed"

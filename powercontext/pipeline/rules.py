@@ -58,6 +58,9 @@ _KEY_VALUE = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*(.*)$")
 
 @dataclass(frozen=True)
 class Check:
+    """One check a task outcome reports: its name, its status (``unknown`` when not stated)
+    and its basis (``declared`` when the agent only stated it)."""
+
     name: str
     status: str
     basis: str

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin
@@ -21,12 +20,11 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, path
 from django.utils import timezone
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from powercontext.core.admin import FixedChoiceFilter, ReadOnlyAdmin
+from powercontext.core.admin import FixedChoiceFilter, ReadOnlyAdmin, explain_prepare_link
 from powercontext.prepare.builder import (
     DEFAULT_MAX_BYTES,
     MAX_MAX_BYTES,
@@ -42,11 +40,6 @@ from powercontext.prepare.models import (
 EXPLAIN_PERMISSION = "prepare.explain_prepare"
 TEXT_PERMISSION = "powercontext.view_memoryentryversion"
 SEARCH_MODES = ("fts", "hybrid", "vector")
-
-
-def explain_url(scope_id: str | None = None) -> str:
-    url = reverse("admin:powercontext_prepare_explain")
-    return f"{url}?{urlencode({'scope': scope_id})}" if scope_id else url
 
 
 def _non_blank(value: str) -> None:
@@ -188,7 +181,7 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
 
     @admin.display(description="explain")
     def explain_link(self, obj: PrepareAggregate) -> SafeString:
-        return format_html('<a href="{}">Explain a prepare in this scope</a>', explain_url(obj.scope_id))
+        return explain_prepare_link(obj.scope_id)
 
     def get_urls(self) -> list[URLPattern]:
         explain = path(

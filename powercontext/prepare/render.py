@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -54,12 +54,8 @@ class PreparedContext:
         return cls(schema=SCHEMA, status=STATUS_EMPTY, content=None, content_bytes=0)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "schema": self.schema,
-            "status": self.status,
-            "content": self.content,
-            "content_bytes": self.content_bytes,
-        }
+        """The wire ``PreparedContext``: the four fields, in order."""
+        return asdict(self)
 
 
 def render_experience_content(content: ExperienceContent) -> str:

@@ -11,6 +11,9 @@ from powercontext.recovery.models import RecoverySession, SessionNote, SessionNo
 
 @admin.register(RecoverySession)
 class RecoverySessionAdmin(ReadOnlyAdmin):
+    """Sessions with their note totals, found by exact scope or session id (never a substring
+    scan over untrusted ids)."""
+
     list_display = ("id", "scope_id", "session_id", "note_count", "total_bytes", "updated_at")
     list_select_related = ()
     search_fields = ("scope_id__exact", "session_id__exact")
@@ -20,6 +23,9 @@ class RecoverySessionAdmin(ReadOnlyAdmin):
 
 @admin.register(SessionNote)
 class SessionNoteAdmin(ReadOnlyAdmin):
+    """Note heads: path, current version and size; a note's content is on its versions
+    (the session note version pages)."""
+
     list_display = ("id", "session", "path", "current_version", "size_bytes", "updated_at")
     list_select_related = ("session",)
     raw_id_fields = ("session",)
@@ -30,6 +36,9 @@ class SessionNoteAdmin(ReadOnlyAdmin):
 
 @admin.register(SessionNoteVersion)
 class SessionNoteVersionAdmin(ReadOnlyAdmin):
+    """Every version of every note with its full content as written: versions are never
+    changed, so a note's pages here are its whole history."""
+
     list_display = ("id", "note", "version", "mode", "size_bytes", "created_at")
     list_select_related = ("note",)
     raw_id_fields = ("note",)

@@ -22,7 +22,7 @@ from django.db.models.expressions import RawSQL
 from powercontext.core.models import Source
 from powercontext.core.redaction_detectors import redact
 from powercontext.recovery import limits
-from powercontext.recovery.text import LineMatch, clip_utf8, find_lines, safe_label, utf8_size
+from powercontext.recovery.text import HintHistory, LineMatch, LineSearch, clip_utf8, safe_label, utf8_size
 
 CONTENT = "content"
 _KEY_SQL = {
@@ -116,50 +116,37 @@ def _redacted_rows(rows: QuerySet[Source]) -> Iterator[tuple[str, int, Any, str,
         yield sid, pos, meta, redact(content).text, created
 
 
-def history_search(
-    *,
-    scope_id: str,
-    session_id: str,
-    query: str,
-    ignore_case: bool = False,
-    context_lines: int = 1,
-    limit: int = 50,
-) -> HistorySearch:
-    """Lines of the session's (redacted) sources containing ``query`` literally, oldest source
-    first, at most ``limit`` (``truncated`` when more matched). A secret is never findable: the
-    match runs on the redacted text."""
+def history_search(*, scope_id: str, session_id: str, search: LineSearch) -> HistorySearch:
+    """Lines of the session's (redacted) sources containing the query literally, oldest source
+    first, at most ``search.limit`` (``truncated`` when more matched). A secret is never
+    findable: the match runs on the redacted text."""
+    query = search.query
     rows = _session_sources(scope_id, session_id).order_by("position")
     # A cheap database pre-filter that can only drop sources without a match: skipped where the
     # database's LIKE and Python's case folding could disagree, or where redaction adds the text.
     if "redacted" not in query.casefold():
-        if not ignore_case:
+        if not search.ignore_case:
             rows = rows.filter(content__contains=query)
         elif query.isascii():
             rows = rows.filter(content__icontains=query)
-    matches: list[HistoryMatch] = []
-    for sid, pos, meta, content, _created in _redacted_rows(rows):
-        for found in find_lines(
-            content,
-            query,
-            ignore_case=ignore_case,
-            context_lines=context_lines,
-            line_max_bytes=limits.LINE_MAX_BYTES,
-        ):
-            if len(matches) == limit:
-                return HistorySearch(matches=matches, truncated=True)
-            matches.append(
-                HistoryMatch(
-                    source_id=sid,
-                    position=pos,
-                    window_id=_label(meta, "window_id", WINDOW_MAX_CHARS),
-                    match=found,
-                )
-            )
-    return HistorySearch(matches=matches, truncated=False)
+    found, truncated = search.first_matches(
+        (((sid, pos, meta), content) for sid, pos, meta, content, _created in _redacted_rows(rows)),
+        limits.LINE_MAX_BYTES,
+    )
+    matches = [
+        HistoryMatch(
+            source_id=sid, position=pos, window_id=_label(meta, "window_id", WINDOW_MAX_CHARS), match=match
+        )
+        for (sid, pos, meta), match in found
+    ]
+    return HistorySearch(matches=matches, truncated=truncated)
 
 
 @dataclass(frozen=True)
 class HistoryChunk:
+    """One history item of a read with its redacted content; ``truncated`` when the read's
+    byte budget cut the content short (the next read starts at this item)."""
+
     item: HistoryItem
     content: str
     truncated: bool
@@ -205,22 +192,13 @@ def history_read(
     return HistoryRange(items=chunks, truncated=False, next_position=None)
 
 
-@dataclass(frozen=True)
-class HistoryExtent:
-    count: int
-    first_position: int | None
-    last_position: int | None
-    windows: list[str]
-    window_count: int
-
-
-def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> HistoryExtent:
+def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> HintHistory:
     """How many sources the session has, its first and last positions, and the window ids seen
-    (in order of first appearance, at most ``max_windows`` of them)."""
+    (in order of first appearance, at most ``max_windows`` of them): the hint's history part."""
     rows = _session_sources(scope_id, session_id)
     totals = rows.aggregate(count=Count("pk"), first=Min("position"), last=Max("position"))
     if not totals["count"]:
-        return HistoryExtent(count=0, first_position=None, last_position=None, windows=[], window_count=0)
+        return HintHistory(count=0, first_position=None, last_position=None, windows=[], window_count=0)
     windows = (
         rows.annotate(window=metadata_key("window_id"))
         .exclude(window=None)
@@ -229,7 +207,7 @@ def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> Histo
         .order_by("first", "window")
     )
     seen = [str(w) for w in windows.values_list("window", flat=True)]
-    return HistoryExtent(
+    return HintHistory(
         count=totals["count"],
         first_position=totals["first"],
         last_position=totals["last"],

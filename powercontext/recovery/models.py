@@ -18,6 +18,9 @@ PATH_MAX_LENGTH = 256
 
 
 class RecoverySession(models.Model):
+    """One agent session of a scope with its totals (note count, bytes of the current versions);
+    every note write locks this row, so the per-session caps hold under concurrent writers."""
+
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
     note_count = models.PositiveIntegerField(default=0)
@@ -60,7 +63,9 @@ class SessionNote(models.Model):
 
 
 class SessionNoteVersion(models.Model):
-    """One immutable version of a note: its full content after a replace or an append."""
+    """One immutable version of a note: its full content after a replace or an append.
+    ``created_at`` is the write's own clock reading, the same one the note head's ``updated_at``
+    and the session's totals take, so the three always agree."""
 
     class Mode(models.TextChoices):
         REPLACE = "replace"

@@ -12,7 +12,7 @@ from django.db.models import F
 from powercontext.recovery import history, limits
 from powercontext.recovery.exceptions import NoteNotFound
 from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
-from powercontext.recovery.text import HintHistory, HintNote, LineMatch, find_lines, render_hint
+from powercontext.recovery.text import HintNote, LineMatch, LineSearch, render_hint
 
 HINT_WINDOWS = 10
 # The shortest note line ("- a (0 bytes, v1, 2026-01-01T00:00:00Z)" and its line break) is 40
@@ -48,6 +48,9 @@ class NoteContent:
 
 @dataclass(frozen=True)
 class NoteMatch:
+    """One line of a note that contains the query, with its context lines, in the note's
+    current version."""
+
     path: str
     version: int
     match: LineMatch
@@ -104,17 +107,9 @@ def note_read(*, scope_id: str, session_id: str, path: str, version: int | None 
     )
 
 
-def note_search(
-    *,
-    scope_id: str,
-    session_id: str,
-    query: str,
-    ignore_case: bool = False,
-    context_lines: int = 1,
-    limit: int = 50,
-) -> NoteSearch:
-    """Lines of the session's current notes containing ``query`` literally, by path then line,
-    at most ``limit`` (``truncated`` when more matched)."""
+def note_search(*, scope_id: str, session_id: str, search: LineSearch) -> NoteSearch:
+    """Lines of the session's current notes containing the query literally, by path then line,
+    at most ``search.limit`` (``truncated`` when more matched)."""
     rows = (
         SessionNoteVersion.objects.filter(
             note__session__scope_id=scope_id,
@@ -124,19 +119,12 @@ def note_search(
         .order_by("note__path")
         .values_list("note__path", "version", "content")
     )
-    matches: list[NoteMatch] = []
-    for path, version, content in rows.iterator(chunk_size=100):
-        for found in find_lines(
-            content,
-            query,
-            ignore_case=ignore_case,
-            context_lines=context_lines,
-            line_max_bytes=limits.LINE_MAX_BYTES,
-        ):
-            if len(matches) == limit:
-                return NoteSearch(matches=matches, truncated=True)
-            matches.append(NoteMatch(path=path, version=version, match=found))
-    return NoteSearch(matches=matches, truncated=False)
+    found, truncated = search.first_matches(
+        (((path, version), content) for path, version, content in rows.iterator(chunk_size=100)),
+        limits.LINE_MAX_BYTES,
+    )
+    matches = [NoteMatch(path=path, version=version, match=match) for (path, version), match in found]
+    return NoteSearch(matches=matches, truncated=truncated)
 
 
 def _iso(value: datetime) -> str:
@@ -164,18 +152,11 @@ def recovery_hint(*, scope_id: str, session_id: str) -> Hint:
             .order_by("-updated_at", "path")
             .values_list("path", "size_bytes", "current_version", "updated_at")[:HINT_NOTES_FETCHED]
         ]
-    extent = history.history_extent(scope_id=scope_id, session_id=session_id, max_windows=HINT_WINDOWS)
     text, truncated = render_hint(
         notes=notes,
         note_count=note_count,
         total_bytes=total_bytes,
-        history=HintHistory(
-            count=extent.count,
-            first_position=extent.first_position,
-            last_position=extent.last_position,
-            windows=extent.windows,
-            window_count=extent.window_count,
-        ),
+        history=history.history_extent(scope_id=scope_id, session_id=session_id, max_windows=HINT_WINDOWS),
         max_bytes=limits.HINT_MAX_BYTES,
     )
     return Hint(text=text, size_bytes=len(text.encode("utf-8")), truncated=truncated)

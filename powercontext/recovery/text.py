@@ -3,8 +3,11 @@ with context, and the recovery hint's rendering under an exact byte cap."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+KeyT = TypeVar("KeyT")
 
 ELLIPSIS = "…"
 _ELLIPSIS_BYTES = len(ELLIPSIS.encode("utf-8"))
@@ -70,6 +73,36 @@ def find_lines(
         )
 
 
+@dataclass(frozen=True)
+class LineSearch:
+    """A literal, line-by-line search of notes or history: the query, whether case is folded,
+    the context lines either side of a match and the most matches one answer holds."""
+
+    query: str
+    ignore_case: bool = False
+    context_lines: int = 1
+    limit: int = 50
+
+    def first_matches(
+        self, texts: Iterable[tuple[KeyT, str]], line_max_bytes: int
+    ) -> tuple[list[tuple[KeyT, LineMatch]], bool]:
+        """The first ``limit`` matching lines of ``texts`` (key, content) in their order, each with
+        its text's key, and whether more lines matched (the answer is truncated)."""
+        found: list[tuple[KeyT, LineMatch]] = []
+        for key, content in texts:
+            for match in find_lines(
+                content,
+                self.query,
+                ignore_case=self.ignore_case,
+                context_lines=self.context_lines,
+                line_max_bytes=line_max_bytes,
+            ):
+                if len(found) == self.limit:
+                    return found, True
+                found.append((key, match))
+        return found, False
+
+
 def safe_label(value: str, max_chars: int = 64) -> str:
     """A metadata string fit for one hint line: control characters become spaces, clipped."""
     cleaned = "".join(" " if (ord(c) < 32 or ord(c) == 127) else c for c in value).strip()
@@ -86,6 +119,9 @@ class HintNote:
 
 @dataclass(frozen=True)
 class HintHistory:
+    """The extent of a session's history as the hint states it (``history.history_extent``):
+    how many sources, the first and last positions, and the window ids seen."""
+
     count: int
     first_position: int | None
     last_position: int | None

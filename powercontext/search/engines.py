@@ -52,19 +52,15 @@ class Engine:
         raise NotImplementedError
 
     def top_params(
-        self,
-        index: Index,
-        tokens: list[str],
-        scope_id: str,
-        limit: int,
-        memory: bm25.Statistics | None = None,
+        self, index: Index, tokens: list[str], scope_id: str, limit: int, memory: bm25.Statistics | None
     ) -> list[Any]:
         """Parameters of ``top_sql``; ``memory`` is the Memory index's BM25 figures where the
         engine needs them from outside the statement (PostgreSQL)."""
         raise NotImplementedError
 
     def relevance(self, raw: float) -> float:
-        raise NotImplementedError
+        """The engine's relevance figure as a float (both engines already rank higher-is-better)."""
+        return float(raw)
 
     def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
         """The figures ``top_params`` needs for Memory, or None when the engine keeps its own."""
@@ -92,17 +88,9 @@ class SqliteEngine(Engine):
         )
 
     def top_params(
-        self,
-        index: Index,
-        tokens: list[str],
-        scope_id: str,
-        limit: int,
-        memory: bm25.Statistics | None = None,
+        self, index: Index, tokens: list[str], scope_id: str, limit: int, memory: bm25.Statistics | None
     ) -> list[Any]:
         return [" OR ".join(f'"{token}"' for token in tokens), limit]
-
-    def relevance(self, raw: float) -> float:
-        return float(raw)
 
     def engine_problems(self, index: Index) -> list[str]:
         fts = index.fts_table
@@ -164,12 +152,7 @@ class PostgresEngine(Engine):
         )
 
     def top_params(
-        self,
-        index: Index,
-        tokens: list[str],
-        scope_id: str,
-        limit: int,
-        memory: bm25.Statistics | None = None,
+        self, index: Index, tokens: list[str], scope_id: str, limit: int, memory: bm25.Statistics | None
     ) -> list[Any]:
         if index is MEMORY_INDEX:
             figures = memory or bm25.memory_statistics(scope_id)
@@ -177,9 +160,6 @@ class PostgresEngine(Engine):
         else:
             stats = [scope_id]
         return [" | ".join(tokens), scope_id, *stats, tokens, limit]
-
-    def relevance(self, raw: float) -> float:
-        return float(raw)
 
     def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
         return bm25.memory_statistics(scope_id)

@@ -96,6 +96,15 @@ EXPERIENCE_INDEX = Index(
 INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
 
 
+def stored_rows(model: type[models.Model], scope_id: str | None, *columns: str) -> Iterator[Any]:
+    """The index rows of ``model`` (of one scope, or all) as tuples of ``columns``, ordered by
+    the first column and streamed in batches: the ``actual`` side of ``merge_join``."""
+    rows = model._default_manager.all()
+    if scope_id is not None:
+        rows = rows.filter(scope_id=scope_id)
+    return rows.order_by(columns[0]).values_list(*columns).iterator(chunk_size=REBUILD_BATCH)
+
+
 def merge_join(expected: Iterable[Any], actual: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
     """Merge-join two row streams ordered by their first column: ``(expected, actual)`` pairs
     with the same key, ``(expected, None)`` for a missing row, ``(None, actual)`` for an extra."""

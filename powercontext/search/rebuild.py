@@ -11,7 +11,7 @@ from django.db import models, transaction
 
 from powercontext.search import bm25, embedding, vector_cache
 from powercontext.search.engines import Engine, engine
-from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, merge_join
+from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, merge_join, stored_rows
 from powercontext.search.indexes import VerifyReport as VerifyReport
 from powercontext.search.vector_index import rebuild_vectors, verify_experience_vectors, verify_vectors
 
@@ -72,14 +72,7 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
 def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine) -> set[str]:
     """Merge-compare expected and actual rows (both ordered by pk); return drifted scopes."""
     drifted: set[str] = set()
-    actual_rows = index.model._default_manager.all()
-    if scope_id is not None:
-        actual_rows = actual_rows.filter(scope_id=scope_id)
-    actual = (
-        actual_rows.order_by("pk")
-        .values_list("pk", "scope_id", "terms", "length")
-        .iterator(chunk_size=REBUILD_BATCH)
-    )
+    actual = stored_rows(index.model, scope_id, "pk", "scope_id", "terms", "length")
     for want, have in merge_join(index.expected(scope_id), actual):
         if want is None:
             report.extra += 1

@@ -22,7 +22,7 @@ from powercontext.core.models import (
 )
 from powercontext.core.recall import recallable_experience_heads
 from powercontext.search import embedding, vectors
-from powercontext.search.indexes import REBUILD_BATCH, VerifyReport, batched, merge_join
+from powercontext.search.indexes import REBUILD_BATCH, VerifyReport, batched, merge_join, stored_rows
 
 EMBED_BATCH = 256
 
@@ -50,14 +50,7 @@ def verify_vectors(
     scope_id: str | None, report: VerifyReport, model_id: str
 ) -> tuple[list[int], list[VectorWork]]:
     """Merge-compare expected and stored vectors; return (rows to delete, versions to embed)."""
-    rows = MemoryEntryVector.objects.all()
-    if scope_id is not None:
-        rows = rows.filter(scope_id=scope_id)
-    actual = (
-        rows.order_by("entry_version_id")
-        .values_list("entry_version_id", "scope_id", "model", "vector")
-        .iterator(chunk_size=REBUILD_BATCH)
-    )
+    actual = stored_rows(MemoryEntryVector, scope_id, "entry_version_id", "scope_id", "model", "vector")
     delete: list[int] = []
     embed: list[VectorWork] = []
     lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"

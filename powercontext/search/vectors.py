@@ -238,12 +238,27 @@ def _hybrid_context(
 ) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """Both windows by fusion; the Experience full-text ranking is read to ``FUSION_DEPTH``."""
     depth = max(limit, FUSION_DEPTH)
+    lexical, semantic, experience = _one_head_rankings(scope_id, query, depth, depth, experience_limit)
+    # The head kept moving (no semantic ranking): lexical alone is consistent.
+    memory = (
+        fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit)
+        if semantic is not None
+        else lexical[:limit]
+    )
+    return memory, experience
+
+
+def _one_head_rankings(
+    scope_id: str, query: str, lexical_depth: int, vector_depth: int, experience_limit: int
+) -> tuple[list[MemoryHit], list[MemoryHit] | None, list[ExperienceHit]]:
+    """Memory's full-text and vector rankings read from one head (up to three tries; the vector
+    ranking is None when the head kept moving), and the Experience window fused."""
     experience_depth = max(experience_limit, FUSION_DEPTH)
     for _ in range(3):
         lexical, experience = search_context(
-            scope_id, query, memory_limit=depth, experience_limit=experience_depth
+            scope_id, query, memory_limit=lexical_depth, experience_limit=experience_depth
         )
-        semantic = vector_search_memory(scope_id, query, depth)
+        semantic = vector_search_memory(scope_id, query, vector_depth)
         consistent = len({row.revision for row in (*lexical, *semantic)}) <= 1
         if consistent:
             break
@@ -254,11 +269,7 @@ def _hybrid_context(
         ],
         experience_limit,
     )
-    # The head kept moving: lexical alone is consistent.
-    memory = (
-        fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit) if consistent else lexical[:limit]
-    )
-    return memory, experience
+    return lexical, semantic if consistent else None, experience
 
 
 def ranked_context(
@@ -269,24 +280,11 @@ def ranked_context(
     similarity and lexical share), Experience by ``fuse_experience`` as in ``hybrid_search_context``."""
     from powercontext.search import rerank
 
-    experience_depth = max(experience_limit, FUSION_DEPTH)
-    for _ in range(3):
-        lexical, experience = search_context(
-            scope_id, query, memory_limit=rerank.LEXICAL_DEPTH, experience_limit=experience_depth
-        )
-        semantic = vector_search_memory(scope_id, query, rerank.VECTOR_DEPTH)
-        consistent = len({row.revision for row in (*lexical, *semantic)}) <= 1
-        if consistent:
-            break
-    experience = fuse_experience(
-        [
-            (FTS_WEIGHT, experience),
-            (VECTOR_WEIGHT, vector_search_experience(scope_id, query, experience_depth)),
-        ],
-        experience_limit,
+    lexical, semantic, experience = _one_head_rankings(
+        scope_id, query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, experience_limit
     )
-    # The head kept moving: lexical alone is consistent.
-    memory = rerank.rank_memory(scope_id, query, lexical, semantic if consistent else [], memory_limit)
+    # The head kept moving (no semantic ranking): lexical alone is consistent.
+    memory = rerank.rank_memory(scope_id, query, lexical, semantic or [], memory_limit)
     return memory, experience
 
 

@@ -7,14 +7,24 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
+NumberT = TypeVar("NumberT", int, float)
+
+
+def _set_value(name: str) -> str | None:
+    """The variable's raw value, or None when it is unset or blank (the setting's default)."""
+    raw = os.environ.get(name)
+    return None if raw is None or raw.strip() == "" else raw
+
 
 def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
+    raw = _set_value(name)
+    if raw is None:
         return default
     value = raw.strip().lower()
     if value in {"1", "true", "yes", "on"}:
@@ -25,43 +35,44 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
+    raw = _set_value(name)
+    if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_fraction(name: str, default: float) -> float:
-    """A float in [0, 1] from the environment."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
+def _env_number(
+    name: str,
+    default: NumberT,
+    parse: Callable[[str], NumberT],
+    valid: Callable[[NumberT], bool],
+    expected: str,
+) -> NumberT:
+    raw = _set_value(name)
+    if raw is None:
         return default
     try:
-        value = float(raw.strip())
+        value: NumberT | None = parse(raw.strip())
     except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise ImproperlyConfigured(f"{name} must be a number from 0 to 1, got {raw!r}")
+        value = None
+    if value is None or not valid(value):
+        raise ImproperlyConfigured(f"{name} must be {expected}, got {raw!r}")
     return value
+
+
+def env_fraction(name: str, default: float) -> float:
+    """A float in [0, 1] from the environment."""
+    return _env_number(name, default, float, lambda value: 0.0 <= value <= 1.0, "a number from 0 to 1")
 
 
 def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be an integer >= {minimum}, got {raw!r}")
-    return value
+    return _env_number(name, default, int, lambda value: value >= minimum, f"an integer >= {minimum}")
 
 
 def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
     """``X-Forwarded-Proto,https`` (or Django's ``HTTP_X_FORWARDED_PROTO,https``) -> a META pair."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
+    raw = _set_value(name)
+    if raw is None:
         return None
     header, _, value = (part.strip() for part in raw.partition(","))
     if not re.fullmatch(r"[A-Za-z0-9_-]+", header) or not value:

@@ -18,6 +18,17 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[index]
 
 
+def page_timings(samples: list[float], page_bytes: int) -> dict[str, Any]:
+    """A page benchmark's figures: median and maximum of ``samples`` (ms, one decimal), the
+    number of runs and the size of the page."""
+    return {
+        "p50_ms": round(statistics.median(samples), 1),
+        "max_ms": round(max(samples), 1),
+        "runs": len(samples),
+        "page_bytes": page_bytes,
+    }
+
+
 def timed(fn: Callable[[], Any], runs: int) -> list[float]:
     samples = []
     for _ in range(runs):

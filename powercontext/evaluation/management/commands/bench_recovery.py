@@ -24,6 +24,7 @@ from django.test import Client
 
 from powercontext.core.models import ScopeState, Source
 from powercontext.recovery import history, selectors, services
+from powercontext.recovery.text import LineSearch
 
 SESSION = "bench-session"
 
@@ -136,7 +137,7 @@ class Command(BaseCommand):
         searches = [
             _time(
                 lambda: history.history_search(
-                    scope_id=scope, session_id=SESSION, query=f"marker-{rng.randrange(1000):03d}"
+                    scope_id=scope, session_id=SESSION, search=LineSearch(f"marker-{rng.randrange(1000):03d}")
                 )
             )
             for _ in range(10)
@@ -144,7 +145,7 @@ class Command(BaseCommand):
         note_search = [
             _time(
                 lambda: selectors.note_search(
-                    scope_id=scope, session_id=SESSION, query=f"note {rng.randrange(note_count)}"
+                    scope_id=scope, session_id=SESSION, search=LineSearch(f"note {rng.randrange(note_count)}")
                 )
             )
             for _ in range(50)

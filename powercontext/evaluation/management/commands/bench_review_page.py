@@ -8,7 +8,6 @@ Writes rows through the real services into scope ``bench-review-page``: use a th
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from typing import Any
 
@@ -19,6 +18,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
+from powercontext.evaluation.bench.common import page_timings
 from powercontext.memory.sources import source_capture
 from review import services
 from review.models import Candidate
@@ -155,12 +155,7 @@ class Command(BaseCommand):
                 samples.append((time.perf_counter() - started) * 1000)
                 if response.status_code != 200:
                     raise RuntimeError(f"the candidate page answered {response.status_code}")
-            results[name] = {
-                "p50_ms": round(statistics.median(samples), 1),
-                "max_ms": round(max(samples), 1),
-                "runs": len(samples),
-                "page_bytes": len(response.content),
-            }
+            results[name] = page_timings(samples, len(response.content))
             self.stdout.write(
                 f"review page, {name}: update with two adversarial fields (scale {options['scale']}): "
                 f"p50 {results[name]['p50_ms']} ms, max {results[name]['max_ms']} ms "

@@ -10,7 +10,6 @@ renders ``/review/`` through Django's test client from a cold process cache and 
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from typing import Any
 
@@ -20,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 from django.test import Client
 
+from powercontext.evaluation.bench.common import page_timings
 from powercontext.memory.sources import source_capture
 from review import services
 from review.models import Candidate
@@ -102,10 +102,7 @@ class Command(BaseCommand):
             "database": connection.vendor,
             "pending": pending,
             "proposal_bytes": len(json.dumps(_proposal(0))),
-            "p50_ms": round(statistics.median(samples), 1),
-            "max_ms": round(max(samples), 1),
-            "runs": len(samples),
-            "page_bytes": len(response.content),
+            **page_timings(samples, len(response.content)),
         }
         self.stdout.write(
             f"/review/ with {pending} pending maximum-size proposals ({results['proposal_bytes']} bytes each): "
