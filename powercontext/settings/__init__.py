@@ -222,6 +222,9 @@ POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 # Review Inbox: with JavaScript, an approve or reject is held this long behind an Undo toast before
 # it is sent (templates render it as data-undo-seconds; 0 sends at once, as without JavaScript).
 POWERCONTEXT_REVIEW_UNDO_SECONDS = 10
+# Four-eyes review: when true, nobody approves a candidate they wrote a version of (Inbox, bulk and
+# /v1 alike: 403 self_approval_forbidden). Off by default (docs/reviewers.md "Four-eyes review").
+POWERCONTEXT_REVIEW_FOUR_EYES = env_bool("POWERCONTEXT_REVIEW_FOUR_EYES", False)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -23,6 +23,7 @@ from review.models import Candidate
 from review.selectors import actions as action_selectors
 from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
+from review.selectors import governance as governance_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import similar as similar_selectors
@@ -42,6 +43,7 @@ from review.views.common import (
     unstash_form,
     with_qs,
 )
+from review.views.governance import SelfApprovalForbidden, self_approval_refused
 
 
 def _candidate_context(
@@ -87,6 +89,7 @@ def _candidate_context(
         "undo_seconds": settings.POWERCONTEXT_REVIEW_UNDO_SECONDS,
         "similar": similar_selectors.candidate_similar(candidate),
         "take_back": action_selectors.take_back(candidate),
+        **governance_selectors.page_context(candidate, request.user),
     }
 
 
@@ -201,6 +204,8 @@ def _decide(
                 ),
             )
             return HttpResponse(status=409)
+        except SelfApprovalForbidden as exc:
+            return self_approval_refused(request, pk, exc, deferred=deferred, url=url)
         except InvalidRequest as exc:
             add_service_errors(form, exc)
         else:
@@ -388,6 +393,7 @@ def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "candidate": candidate_selectors.candidate_summary(candidate),
             "items": list(reversed(items)),
+            **governance_selectors.page_context(candidate, request.user, history=True),
             "filter_qs": filterset_for(request).querystring(),
             "can_review": can_review(request),
         },

@@ -92,6 +92,7 @@ CONFLICT_WORDS = {
     "artifact_conflict": "its target moved on",
     "candidate_not_found": "no longer exists",
     "flagged": "holds hidden text or characters: approve it from its own page",
+    "self_approval_forbidden": "you wrote a version of it: four-eyes review needs another reviewer",
 }
 
 
