@@ -3,7 +3,7 @@ found by partial id, reviewer, words of the text and scope prefix, in SQL.
 
 A search is whitespace-separated terms (quotes keep words together), all of which must match.
 A bare term matches any of: the row's number (``12`` or ``#12``), an id prefix (``cand_3fa9``, or
-just ``3fa9``), a reviewer's exact username, a scope prefix, or words of the proposal or content
+just ``3fa9``), a reviewer's exact username, a scope prefix (case-insensitive, as in the Inbox), or words of the proposal or content
 (case-insensitive). A qualified term matches one kind only: ``id:3fa9``, ``by:ali`` (username
 prefix), ``scope:payments``, ``text:"retry budget"``.
 
@@ -103,13 +103,13 @@ def term_q(spec: SearchSpec, kind: str | None, value: str) -> Q:
     if kind == "by":
         return _user_q(spec, value, prefix=True)
     if kind == "scope":
-        return Q(**{f"{spec.scope}__startswith": value})
+        return Q(**{f"{spec.scope}__istartswith": value})
     if kind == "text":
         return _words_q(spec, value)
     return (
         _id_q(spec, value)
         | _user_q(spec, value, prefix=False)
-        | Q(**{f"{spec.scope}__startswith": value})
+        | Q(**{f"{spec.scope}__istartswith": value})
         | _words_q(spec, value)
     )
 
@@ -126,7 +126,7 @@ class AuditSearchMixin:
     """Admin search by ``audit_search`` (a ``SearchSpec``) instead of ``search_fields``."""
 
     audit_search: SearchSpec
-    search_fields: tuple[str, ...] = ("pk",)  # shows the search box; the lookups are search()'s
+    search_fields: tuple[str, ...] = ("pk__exact",)  # shows the search box; search() does the lookups
     search_help_text = HELP_TEXT
 
     def get_search_results(
