@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Exists, Q
+from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
 
 from review.models import Candidate, CandidateVersion, ReviewDecision
@@ -85,15 +85,14 @@ class Author:
 
 
 def version_authors(candidate: Candidate) -> dict[int, Author]:
-    """Each version's author and kind, by version number (two queries)."""
-    rows = list(
-        CandidateVersion.objects.filter(candidate=candidate).values_list(
-            "version", "created_by_id", "created_by__username"
-        )
+    """Each version's author and kind, by version number (one query, whatever the versions)."""
+    rows = (
+        CandidateVersion.objects.filter(candidate=candidate)
+        .annotate(is_reviewer=reviewer_exists(OuterRef("created_by_id")))
+        .values_list("version", "created_by_id", "created_by__username", "is_reviewer")
     )
-    reviewers = reviewer_ids({user for _, user, _ in rows if user is not None})
     return {
-        version: Author(name, author_kind(user, version, user in reviewers)) for version, user, name in rows
+        version: Author(name, author_kind(user, version, reviewer)) for version, user, name, reviewer in rows
     }
 
 
