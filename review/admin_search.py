@@ -2,9 +2,10 @@
 found by partial id, reviewer, words of the text and scope prefix, in SQL.
 
 A search is whitespace-separated terms (quotes keep words together), all of which must match.
-A bare term matches any of: the row's number (``12`` or ``#12``), an id prefix (``cand_3fa9``, or
-just ``3fa9``), a reviewer's exact username, a scope prefix (case-insensitive, as in the Inbox), or words of the proposal or content
-(case-insensitive). A qualified term matches one kind only: ``id:3fa9``, ``by:ali`` (username
+A bare term matches any of: the row's number (``12``), an id prefix (``3fa9``), a reviewer's
+exact username, a scope prefix (case-insensitive, as in the Inbox), or words of the proposal,
+content or reason (case-insensitive). A bare ``#12`` or ``cand_3fa9`` / ``exp_…`` / ``skill_…``
+is an id only. A qualified term matches one kind only: ``id:3fa9``, ``by:ali`` (a username
 prefix), ``scope:payments``, ``text:"retry budget"``.
 
 Usernames are resolved to user ids first (a small table), so the audit rows are filtered by
@@ -32,6 +33,7 @@ HELP_TEXT = (
 )
 QUALIFIERS = ("id", "by", "scope", "text")
 ARTIFACT_PREFIXES = tuple(spec.artifact_prefix for spec in families.PROPOSAL_FAMILIES.values())
+ID_PREFIXES = ("cand", *ARTIFACT_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,15 @@ def _terms(search_term: str) -> list[tuple[str | None, str]]:
 def _number(value: str) -> int | None:
     digits = value.removeprefix("#")
     return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else None
+
+
+def _looks_like_id(value: str) -> bool:
+    """``#12`` or ``cand_…`` / ``exp_…`` / ``skill_…``: a pasted id, looked up as an id only
+    (an index-sized question instead of a scan of every text)."""
+    lowered = value.lower()
+    return (value.startswith("#") and _number(value) is not None) or any(
+        lowered.startswith(f"{prefix}_") for prefix in ID_PREFIXES
+    )
 
 
 def _id_q(spec: SearchSpec, value: str) -> Q:
@@ -98,7 +109,7 @@ def _words_q(spec: SearchSpec, value: str) -> Q:
 
 def term_q(spec: SearchSpec, kind: str | None, value: str) -> Q:
     """The condition one term adds (see the module docstring)."""
-    if kind == "id":
+    if kind == "id" or _looks_like_id(value):
         return _id_q(spec, value)
     if kind == "by":
         return _user_q(spec, value, prefix=True)
