@@ -47,6 +47,17 @@ def client_for(user: User) -> Client:
     return client
 
 
+def reject(candidate: Candidate, reviewer: User, reason: str) -> Candidate:
+    """Reject the candidate's current version."""
+    return services.candidate_reject(
+        scope_id=candidate.scope_id,
+        candidate_id=candidate.candidate_id,
+        expected_version=candidate.version,
+        reason=reason,
+        reviewer=reviewer,
+    )
+
+
 def written(candidate: Candidate) -> int:
     """Rows a decision writes or touches (nothing may change on a refusal)."""
     return (
@@ -140,13 +151,7 @@ def test_on_bulk_approve_leaves_her_own_out_and_reports_it(four_eyes: None, revi
 
 def test_on_she_may_still_reject_her_own(four_eyes: None, reviewer: User) -> None:
     candidate = revise(make_candidate(), reviewer, lesson="My own wording.")
-    rejected = services.candidate_reject(
-        scope_id=candidate.scope_id,
-        candidate_id=candidate.candidate_id,
-        expected_version=2,
-        reason="Second thoughts.",
-        reviewer=reviewer,
-    )
+    rejected = reject(candidate, reviewer, "Second thoughts.")
     assert rejected.status == Candidate.Status.REJECTED
 
 
@@ -267,13 +272,7 @@ def test_the_author_kind_rule() -> None:
 def test_the_rejected_list_shows_reason_canned_reason_and_who(reviewer: User) -> None:
     make_canned_reasons(DUPLICATE_REASON, "Too vague to act on.")
     candidate = make_candidate()
-    services.candidate_reject(
-        scope_id=candidate.scope_id,
-        candidate_id=candidate.candidate_id,
-        expected_version=1,
-        reason=f"{DUPLICATE_REASON}\nSee exp_123 from last week.",
-        reviewer=reviewer,
-    )
+    reject(candidate, reviewer, f"{DUPLICATE_REASON}\nSee exp_123 from last week.")
     page = client_for(reviewer).get("/review/?status=rejected").content.decode()
     assert "Rejected by <b>reviewer</b>:" in page
     assert (
