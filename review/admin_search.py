@@ -146,32 +146,38 @@ class AuditSearchMixin:
         return search(queryset, self.audit_search, search_term)
 
 
-CANDIDATES = SearchSpec(
-    ids=(("candidate_id", ("cand",)), ("result_head__artifact_id", ARTIFACT_PREFIXES)),
-    scope="scope_id",
+def _of_candidates(path: str, *, result: str, users: tuple[str, ...], text: tuple[str, ...]) -> SearchSpec:
+    """A spec for rows reached from a candidate at ``path`` (empty: the candidate itself): its
+    id, its approval's result artifact id at ``result``, its scope and its latest version's
+    text (a decision's version is its candidate's latest: a decision adds no version)."""
+    at = f"{path}__" if path else ""
+    return SearchSpec(
+        ids=((f"{at}candidate_id", ("cand",)), (result, ARTIFACT_PREFIXES)),
+        scope=f"{at}scope_id",
+        users=users,
+        json=(f"{at}latest__proposal",),
+        text=text,
+    )
+
+
+CANDIDATES = _of_candidates(
+    "",
+    result="result_head__artifact_id",
     users=("decision__reviewer", "latest__created_by"),
-    json=("latest__proposal",),
     text=("decision_reason",),
 )
-# A decision's version is its candidate's latest (a decision adds no version).
-DECISIONS = SearchSpec(
-    ids=(("candidate__candidate_id", ("cand",)), ("result_head__artifact_id", ARTIFACT_PREFIXES)),
-    scope="candidate__scope_id",
+DECISIONS = _of_candidates(
+    "candidate",
+    result="result_head__artifact_id",
     users=("reviewer", "candidate__latest__created_by"),
-    json=("candidate__latest__proposal",),
     text=("reason",),
 )
+ACTIONS = _of_candidates("candidate", result="artifact__artifact_id", users=("reviewer",), text=("reason",))
+
 ARTIFACT_REVISIONS = SearchSpec(
     ids=(("artifact_id", ARTIFACT_PREFIXES),),
     scope="scope_id",
     users=("created_by",),
     json=("content",),
     text=("searchable_text",),
-)
-ACTIONS = SearchSpec(
-    ids=(("candidate__candidate_id", ("cand",)), ("artifact__artifact_id", ARTIFACT_PREFIXES)),
-    scope="candidate__scope_id",
-    users=("reviewer",),
-    json=("candidate__latest__proposal",),
-    text=("reason",),
 )
