@@ -276,7 +276,7 @@ def test_the_rejected_list_shows_reason_canned_reason_and_who(reviewer: User) ->
     page = client_for(reviewer).get("/review/?status=rejected").content.decode()
     assert "Rejected by <b>reviewer</b>:" in page
     assert (
-        f'<span class="chip canned" data-canned-reason title="Canned reason">{DUPLICATE_REASON}</span>'
+        f'<span class="badge" data-canned-reason title="Canned reason">{DUPLICATE_REASON}</span>'
         in page
     )
     assert "<span data-rejection-text>See exp_123 from last week.</span>" in page

@@ -14,8 +14,10 @@ import pytest
 from django.core.management import call_command
 
 from review.models import Candidate, ReviewDecision
-from tests.review.conftest import PASSWORD, experience, make_candidate, revise
+from tests.review.conftest import PASSWORD, experience, make_candidate, make_canned_reasons, revise
+from tests.review.test_governance import reject
 from tests.review.test_inbox_browser import SCOPE, _log_in, _shot, chromium
+from tests.review.test_inbox_layout_browser import _axe
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,6 +35,9 @@ def test_four_eyes_refuses_the_writer_and_the_audit_shows_who_wrote_and_who_appr
     candidate = make_candidate(SCOPE, proposal=experience(lesson="Rotate the signing key before it expires."))
     candidate = revise(candidate, User.objects.get(username="alice"), lesson="Rotate signing keys monthly.")
     page_url = f"/review/candidates/{candidate.pk}/"
+    make_canned_reasons("Too vague to act on.")
+    vague = make_candidate(SCOPE, proposal=experience(lesson="Be careful with deploys."))
+    reject(vague, User.objects.get(username="alice"), "Too vague to act on.\nName the deploy step.")
 
     with chromium() as browser:
         alice = _log_in(browser, live_server.url, "alice")
@@ -67,6 +72,21 @@ def test_four_eyes_refuses_the_writer_and_the_audit_shows_who_wrote_and_who_appr
         bob.go_back()
         bob.locator("[data-artifact-history]").click()
         expect(bob.locator("#result_list tbody tr")).to_have_count(1)
+
+        # The Rejected list says who rejected and why, the canned reason marked as such.
+        bob.goto("/review/?status=rejected")
+        rejection = bob.locator(f"#c{vague.pk} [data-rejection]")
+        expect(rejection).to_contain_text("Rejected by alice:")
+        expect(rejection.locator("[data-canned-reason]")).to_have_text("Too vague to act on.")
+        expect(rejection.locator("[data-rejection-text]")).to_have_text("Name the deploy step.")
+        _axe(bob, "rejected queue")
+        bob.goto(page_url + "?status=approved")
+        _axe(bob, "approved candidate")
+        bob.set_viewport_size({"width": 390, "height": 844})
+        bob.goto("/review/?status=rejected")
+        expect(rejection).to_be_visible()
+        assert bob.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        _shot(bob, "63-rejected-list-390")
 
     assert Candidate.objects.get(pk=candidate.pk).status == Candidate.Status.APPROVED
     decision = ReviewDecision.objects.get(candidate_id=candidate.pk)
