@@ -16,7 +16,8 @@ def self_approval_refused(
 ) -> HttpResponse:
     """Nothing was written: say why on the next page. A page-level POST goes back to the candidate
     (POST/redirect/GET), whose Approve button then says why it is unavailable; a background send
-    (``deferred=1``) gets a bare 403 and the message waits for the next page."""
+    (``deferred=1``) gets a bare 409, which ``_undo.js`` reads as "a message was left for the next
+    page" as it does for a conflict (any other status would make it post the form again)."""
     versions = ", ".join(str(v) for v in (exc.details or {}).get("versions", []))
     messages.error(
         request,
@@ -30,7 +31,7 @@ def self_approval_refused(
         extra_tags=SelfApprovalForbidden.code,
     )
     if deferred:
-        return HttpResponse(status=403)
+        return HttpResponse(status=409)
     response = HttpResponseRedirect(url)
     response.status_code = 303
     return response
