@@ -7,12 +7,15 @@ services (propose / revise / approve / reject), versions and decisions are inser
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from powercontext.core.admin import ReadOnlyAdmin, json_display, path_display, preformatted
 from review import admin_audit as audit
+from review import admin_search
 from review.models import (
     Candidate,
     CandidateClaim,
@@ -44,7 +47,8 @@ class CandidatePartAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Candidate)
-class CandidateAdmin(ReadOnlyAdmin):
+class CandidateAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
+    audit_search = admin_search.CANDIDATES
     list_display = (
         "candidate_id",
         "scope_id",
@@ -59,8 +63,6 @@ class CandidateAdmin(ReadOnlyAdmin):
     list_select_related = ("result_head", "claim__claimed_by")
     list_filter = ("family", "status")
     raw_id_fields = ("latest", "result_head")
-    search_fields = ("scope_id__exact", "candidate_id__exact")
-    search_help_text = "Exact scope id or candidate id."
     fields = (
         "scope_id",
         "candidate_id",
@@ -149,8 +151,11 @@ class CandidateVersionAdmin(CandidatePartAdmin):
 
 
 @admin.register(ReviewDecision)
-class ReviewDecisionAdmin(CandidatePartAdmin):
-    """The audit trail: who decided which version when, what the approval wrote, and from what."""
+class ReviewDecisionAdmin(admin_search.AuditSearchMixin, CandidatePartAdmin):
+    """The audit trail: who decided which version when, who wrote that version, what the
+    approval wrote, and from what."""
+
+    audit_search = admin_search.DECISIONS
 
     list_display = (
         "id",
@@ -158,6 +163,7 @@ class ReviewDecisionAdmin(CandidatePartAdmin):
         "scope_id_display",
         "decision",
         "version",
+        "written_by",
         "reviewer",
         "result",
         "decided_at",
@@ -166,15 +172,10 @@ class ReviewDecisionAdmin(CandidatePartAdmin):
     list_filter = ("decision", ("reviewer", admin.RelatedFieldListFilter))
     date_hierarchy = "decided_at"
     raw_id_fields = ("candidate", "reviewer", "result_head")
-    search_fields = (
-        "candidate__scope_id__exact",
-        "candidate__candidate_id__exact",
-        "result_head__artifact_id__exact",
-    )
-    search_help_text = "Exact scope id, candidate id or result artifact id."
     fields = (
         "candidate",
         "version",
+        "written_by",
         "decision",
         "reviewer",
         "reason",
@@ -188,6 +189,10 @@ class ReviewDecisionAdmin(CandidatePartAdmin):
     )
 
     result = _result
+    written_by = audit.written_by_display
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReviewDecision]:
+        return audit.with_written_by(super().get_queryset(request))
 
     @admin.display(description="links")
     def links(self, obj: ReviewDecision) -> SafeString:
@@ -246,7 +251,7 @@ from review import admin_artifacts  # noqa: E402, F401
 
 
 @admin.register(ReviewAction)
-class ReviewActionAdmin(ReadOnlyAdmin):
+class ReviewActionAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
     """The audit of decisions taken back (reopen) and approved artifacts changed afterwards
     (retire, revert): who, when, why, on what."""
 
@@ -264,8 +269,7 @@ class ReviewActionAdmin(ReadOnlyAdmin):
     list_filter = ("action", ("reviewer", admin.RelatedFieldListFilter))
     date_hierarchy = "acted_at"
     raw_id_fields = ("candidate", "artifact", "reviewer", "reopened_as")
-    search_fields = ("candidate__candidate_id__exact", "artifact__artifact_id__exact")
-    search_help_text = "Exact candidate id or artifact id."
+    audit_search = admin_search.ACTIONS
     fields = (
         "action",
         "candidate",

@@ -13,11 +13,14 @@ from django.utils.safestring import SafeString
 
 from powercontext.core.admin import FamilyFilter, ReadOnlyAdmin, json_display, preformatted
 from powercontext.core.models import ArtifactRevision
+from review import admin_search
 from review.models import ReviewDecision
 
 
 @admin.register(ArtifactRevision)
-class ArtifactRevisionAdmin(ReadOnlyAdmin):
+class ArtifactRevisionAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
+    audit_search = admin_search.ARTIFACT_REVISIONS
+
     list_display = (
         "artifact_id",
         "family",
@@ -30,8 +33,6 @@ class ArtifactRevisionAdmin(ReadOnlyAdmin):
     list_select_related = ("created_by",)
     list_filter = (FamilyFilter,)
     raw_id_fields = ("head", "created_by")
-    search_fields = ("scope_id__exact", "artifact_id__exact")
-    search_help_text = "Exact scope id or artifact id."
     fields = (
         "head",
         "scope_id",

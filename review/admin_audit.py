@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -15,6 +17,7 @@ from django.utils.safestring import SafeString
 from powercontext.core.models import ArtifactRevision
 from review.models import CandidateVersion, ReviewDecision
 from review.selectors.evidence import ref_key, revision_rows, source_rows
+from review.selectors.governance import author_kind, reviewer_exists
 
 _PRE = '<pre style="white-space: pre-wrap; margin: 0">{}</pre>'
 
@@ -100,3 +103,25 @@ def evidence_html(scope_id: str, source_refs: Any, artifact_refs: Any) -> SafeSt
     return format_html(
         "<ul style='margin: 0'>{}</ul>", format_html_join("", "<li>{}</li>", ((i,) for i in items))
     )
+
+
+def with_written_by(decisions: QuerySet[ReviewDecision]) -> QuerySet[ReviewDecision]:
+    """Each decision with who wrote the decided version (``written_by_id``/``_name``) and whether
+    that user holds the review permission (``written_by_reviewer``): subqueries of the page's one
+    query, never a query per row."""
+    version = CandidateVersion.objects.filter(
+        candidate_id=OuterRef("candidate_id"), version=OuterRef("version")
+    )
+    return decisions.annotate(
+        written_by_id=Subquery(version.values("created_by_id")[:1]),
+        written_by_name=Subquery(version.values("created_by__username")[:1]),
+    ).annotate(written_by_reviewer=reviewer_exists(OuterRef("written_by_id")))
+
+
+@admin.display(description="version written by")
+def written_by_display(self: Any, obj: ReviewDecision) -> str:
+    """``alice (reviewer)``, ``ci-bot (agent)``, ``no account (pipeline or local agent)``."""
+    user_id = getattr(obj, "written_by_id", None)
+    kind = author_kind(user_id, obj.version, bool(getattr(obj, "written_by_reviewer", False)))
+    name = getattr(obj, "written_by_name", None) if user_id is not None else "no account"
+    return f"{name} ({kind})"

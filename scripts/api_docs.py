@@ -53,7 +53,8 @@ against its schemas, or when this page is older than the contract.
   service mode); a wrong token is always `401`. Approve, reject and revise need a reviewer's token
   in every mode; retire and flush an operator's or a reviewer's token when a token is sent (an
   agent token is `403 forbidden`). A token made with `--scope` reaches only those scopes
-  (`403 scope_forbidden` elsewhere).
+  (`403 scope_forbidden` elsewhere). With `POWERCONTEXT_REVIEW_FOUR_EYES=true`, approving a
+  candidate the token's user wrote a version of is `403 self_approval_forbidden`.
 - **Browsers**: a request whose `Origin` is not in `POWERCONTEXT_ALLOWED_ORIGINS`, or marked
   `Sec-Fetch-Site: cross-site`, is `403 origin_forbidden`. `/health/*` stays open.
 - **Every response** carries `X-PowerContext-Request-ID`. Every error, on `/v1`, `/health` and

@@ -222,6 +222,9 @@ POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 # Review Inbox: a decision commits at once; its reviewer may Undo it for this many minutes
 # (review/services/undo.py; later, Reopen / Retire / Revert on the candidate's page). 0: no Undo.
 POWERCONTEXT_REVIEW_UNDO_MINUTES = env_int("POWERCONTEXT_REVIEW_UNDO_MINUTES", 10, minimum=0)
+# Four-eyes review: when true, nobody approves a candidate they wrote a version of (Inbox, bulk and
+# /v1 alike: 403 self_approval_forbidden). Off by default (docs/reviewers.md "Four-eyes review").
+POWERCONTEXT_REVIEW_FOUR_EYES = env_bool("POWERCONTEXT_REVIEW_FOUR_EYES", False)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -91,9 +91,10 @@ class QueueRow(CandidateFacts):
     # A pending Experience with a near-duplicate in its scope (``similar.near_duplicate_flags``);
     # None = not computed (other families, decided rows).
     near_duplicate: bool | None = None
-    # Decided rows: who decided, and when.
+    # Decided rows: who decided, when, and why (a rejection's reason).
     reviewer: str | None = None
     decided_at: datetime | None = None
+    decision_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ def queue_row(candidate: Candidate, *, heads: dict[tuple[str, str, str], int] | 
         marks=_marks(candidate, proposal),
         reviewer=decision.reviewer.get_username() if decision is not None else None,
         decided_at=decision.decided_at if decision is not None else None,
+        decision_reason=decision.reason if decision is not None else None,
     )
 
 

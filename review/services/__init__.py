@@ -40,6 +40,7 @@ from powercontext.search import analyzer
 from review.merge import merge_fields
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 from review.selectors import similar
+from review.services.governance import SelfApprovalForbidden, check_four_eyes
 from review.services.submission import MAX_EVIDENCE as MAX_EVIDENCE
 from review.services.submission import Submission as Submission
 from review.services.submission import check_evidence, exact_ref, invalid
@@ -234,9 +235,11 @@ def candidate_approve(
     The revision and the head move go through the artifact kernel
     (``artifact_revision_create``), with the family's ``searchable_text`` for recalled families.
     Raises ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
-    ``ArtifactConflict`` (the target moved on, or another approval won the head).
+    ``ArtifactConflict`` (the target moved on, or another approval won the head),
+    ``SelfApprovalForbidden`` (four-eyes review is on and the reviewer wrote a version).
     """
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    check_four_eyes(candidate, reviewer)
     latest = candidate.latest
     if latest is None:  # pragma: no cover - propose always writes version 1
         raise InvariantFailure()
@@ -330,6 +333,9 @@ class BulkOutcome:
     code: str | None = None
 
 
+BULK_REFUSALS = (CandidateConflict, CandidateTerminal, ArtifactConflict, CandidateNotFound)
+
+
 def candidates_decide_bulk(
     *, items: list[tuple[int, int]], decision: str, reason: str | None, reviewer: User
 ) -> list[BulkOutcome]:
@@ -374,7 +380,7 @@ def candidates_decide_bulk(
                     reason=str(reason),
                     reviewer=reviewer,
                 )
-        except (CandidateConflict, CandidateTerminal, ArtifactConflict, CandidateNotFound) as exc:
+        except (*BULK_REFUSALS, SelfApprovalForbidden) as exc:
             outcomes.append(BulkOutcome(pk, expected_version, "conflict", exc.code))
         else:
             outcomes.append(BulkOutcome(pk, expected_version, "decided"))

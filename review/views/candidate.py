@@ -22,6 +22,7 @@ from review.models import Candidate
 from review.selectors import actions as action_selectors
 from review.selectors import candidate as candidate_selectors
 from review.selectors import evidence as evidence_selectors
+from review.selectors import governance as governance_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import similar as similar_selectors
@@ -41,6 +42,7 @@ from review.views.common import (
     unstash_form,
     with_qs,
 )
+from review.views.governance import SelfApprovalForbidden, self_approval_refused
 from review.views.undo import offer_undo
 
 
@@ -87,6 +89,7 @@ def _candidate_context(
         "similar": similar_selectors.candidate_similar(candidate),
         "take_back": action_selectors.take_back(candidate),
         "undo_here": can_review(request) and undo_service.undo_offered(candidate, reviewer_of(request)),
+        **governance_selectors.page_context(candidate, request.user),
     }
 
 
@@ -184,6 +187,8 @@ def _decide(
             message = decide(candidate, form.cleaned_data)
         except CONFLICTS as exc:
             return _conflict(request, pk, exc, action=action, expected_version=expected)
+        except SelfApprovalForbidden as exc:
+            return self_approval_refused(request, pk, exc, candidate_url(pk, qs))
         except InvalidRequest as exc:
             add_service_errors(form, exc)
         else:
@@ -363,6 +368,7 @@ def candidate_history(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "candidate": candidate_selectors.candidate_summary(candidate),
             "items": list(reversed(items)),
+            **governance_selectors.page_context(candidate, request.user, history=True),
             "filter_qs": filterset_for(request).querystring(),
             "can_review": can_review(request),
         },

@@ -91,6 +91,7 @@ CONFLICT_WORDS = {
     "candidate_terminal": "already decided",
     "artifact_conflict": "its target moved on",
     "candidate_not_found": "no longer exists",
+    "self_approval_forbidden": "you wrote a version of it: four-eyes review needs another reviewer",
 }
 HELD_WORDS = {
     "flagged": "hidden characters or text",

@@ -1,5 +1,5 @@
 """The review audit trail in the admin: decisions filterable by reviewer and decided date,
-searchable by result artifact id, and a decision page that shows what was approved, from which
+searchable by a prefix of the result artifact id, and a decision page that shows what was approved, from which
 evidence, what became searchable, with links both ways (decision <-> revision) and to the Inbox."""
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ def test_decisions_are_searchable_by_result_artifact_id(staff: Any, db: None) ->
     found = {d.pk for d in results(staff, ReviewDecision, q=ref["artifact_id"])}
 
     assert found == {decision_of(approved).pk, decision_of(update).pk}
-    assert results(staff, ReviewDecision, q=ref["artifact_id"][:-1]) == []  # exact match only
+    # A prefix is enough (issue 22), and a prefix no id has finds nothing.
+    assert {d.pk for d in results(staff, ReviewDecision, q=ref["artifact_id"][:-1])} == found
+    assert results(staff, ReviewDecision, q="id:exp_zzzz") == []
 
 
 def test_the_decision_page_shows_text_evidence_searchable_text_and_links(staff: Any, db: None) -> None:

@@ -16,6 +16,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 REVIEWERS_GROUP = "reviewers"
+# The review audit in the admin, read-only (issue 22): the group may view these tables and
+# nothing else there; a reviewer is made staff so that she can open the admin at all.
+AUDIT_VIEW_PERMISSIONS = (
+    ("review", "view_candidate"),
+    ("review", "view_candidateversion"),
+    ("review", "view_reviewdecision"),
+    ("review", "view_reviewaction"),
+    ("review", "view_candidateclaim"),
+    ("powercontext", "view_artifactrevision"),
+)
 PASSWORD_ENV = "POWERCONTEXT_REVIEWER_PASSWORD"  # noqa: S105 (a variable name, not a password)
 
 
@@ -27,7 +37,8 @@ class Command(BaseCommand):
     help = (
         "Create a reviewer USERNAME who can log in to the Review Inbox (/accounts/login/) and approve, "
         "reject and revise candidates: sets the password and adds the user to the 'reviewers' group, "
-        "which holds the review permission. The password comes from --password-file, else from "
+        "which holds the review permission and view-only access to the review audit in the admin "
+        "(the user is made staff for that). The password comes from --password-file, else from "
         f"${PASSWORD_ENV}, else from a prompt. An existing user is refused unless --update is given "
         "(then the password is replaced and the group added; API tokens are kept)."
     )
@@ -61,15 +72,20 @@ class Command(BaseCommand):
                 user.email = options["email"]
             user.set_password(password)
             user.is_active = True
+            user.is_staff = True  # the admin's review audit, view-only (AUDIT_VIEW_PERMISSIONS)
             user.save()
             group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
             group.permissions.add(
-                Permission.objects.get(codename="review_candidate", content_type__app_label="review")
+                Permission.objects.get(codename="review_candidate", content_type__app_label="review"),
+                *(
+                    Permission.objects.get(codename=codename, content_type__app_label=app_label)
+                    for app_label, codename in AUDIT_VIEW_PERMISSIONS
+                ),
             )
             user.groups.add(group)
         self.stdout.write(
             f"{'created' if created else 'updated'} reviewer {username}: log in at /accounts/login/, "
-            "the Inbox is /review/"
+            "the Inbox is /review/, the review audit (read-only) is /admin/review/reviewdecision/"
         )
 
     def _password(self, path: Path | None) -> str:

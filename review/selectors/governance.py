@@ -1,0 +1,171 @@
+"""Governance reads of the Inbox (issue 22): who wrote a decided version (agent, pipeline or
+reviewer) next to who decided it, the links from a decision to its audit entry and artifact
+history, and which canned reasons a rejection used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db.models import Exists, OuterRef, Q
+from django.urls import reverse
+
+from review.models import Candidate, CandidateVersion, ReviewDecision
+
+REVIEW_PERMISSION = ("review", "review_candidate")
+
+
+def four_eyes_enabled() -> bool:
+    return bool(getattr(settings, "POWERCONTEXT_REVIEW_FOUR_EYES", False))
+
+
+def versions_written_by(candidate_pk: int, user_id: int | None) -> list[int]:
+    """The versions of the candidate that ``user_id`` wrote, oldest first (one indexed query)."""
+    if user_id is None:
+        return []
+    rows = CandidateVersion.objects.filter(candidate_id=candidate_pk, created_by_id=user_id)
+    return list(rows.order_by("version").values_list("version", flat=True))
+
+
+def self_approval_versions(candidate_pk: int, user_id: int | None) -> list[int]:
+    """What stops ``user_id`` from approving the candidate under four-eyes review: the versions
+    she wrote (empty when the setting is off, or she wrote none)."""
+    if not four_eyes_enabled():
+        return []
+    return versions_written_by(candidate_pk, user_id)
+
+
+# What wrote a version, as the audit names it.
+KIND_REVIEWER = "reviewer"
+KIND_AGENT = "agent"
+KIND_NO_ACCOUNT = "pipeline or local agent"
+
+
+def _holds_review_permission() -> Q:
+    app_label, codename = REVIEW_PERMISSION
+    return (
+        Q(is_superuser=True)
+        | Q(user_permissions__codename=codename, user_permissions__content_type__app_label=app_label)
+        | Q(groups__permissions__codename=codename, groups__permissions__content_type__app_label=app_label)
+    )
+
+
+def reviewer_exists(user_ref: Any) -> Exists:
+    """An ``Exists`` that is true when the user ``user_ref`` (an ``OuterRef``) holds the review
+    permission, directly, through a group, or as a superuser: annotates a whole page at once."""
+    return Exists(User.objects.filter(_holds_review_permission(), pk=user_ref, is_active=True))
+
+
+def author_kind(user_id: int | None, version: int, is_reviewer: bool) -> str:
+    """Who wrote a version: a later version is always a reviewer's (revise, rebase and reopen need
+    the review permission); version 1 is an agent's (a token's user without the permission), a
+    reviewer's (her token, or a reopen), or nobody's account (the background pipeline, or a local
+    agent without a token where tokens are optional)."""
+    if user_id is None:
+        return KIND_NO_ACCOUNT
+    return KIND_REVIEWER if version > 1 or is_reviewer else KIND_AGENT
+
+
+def reviewer_ids(user_ids: set[int]) -> set[int]:
+    """Which of these users hold the review permission (one query; none for an empty set)."""
+    if not user_ids:
+        return set()
+    rows = User.objects.filter(_holds_review_permission(), pk__in=user_ids, is_active=True)
+    return set(rows.values_list("pk", flat=True).distinct())
+
+
+@dataclass(frozen=True)
+class Author:
+    name: str | None
+    kind: str
+
+
+def version_authors(candidate: Candidate) -> dict[int, Author]:
+    """Each version's author and kind, by version number (one query, whatever the versions)."""
+    rows = (
+        CandidateVersion.objects.filter(candidate=candidate)
+        .annotate(is_reviewer=reviewer_exists(OuterRef("created_by_id")))
+        .values_list("version", "created_by_id", "created_by__username", "is_reviewer")
+    )
+    return {
+        version: Author(name, author_kind(user, version, reviewer)) for version, user, name, reviewer in rows
+    }
+
+
+@dataclass(frozen=True)
+class DecisionAudit:
+    """The audit side of a decided candidate: who wrote the decided version, and where its audit
+    entry and the approved artifact's history are (None when the user cannot open the admin)."""
+
+    decision_pk: int
+    version: int
+    author: Author
+    audit_url: str | None
+    history_url: str | None
+
+
+def _can_view(user: Any, model: str) -> bool:
+    return bool(user.is_active and user.is_staff and user.has_perm(model))
+
+
+def decision_audit(candidate: Candidate, user: Any) -> DecisionAudit | None:
+    """``DecisionAudit`` of a decided candidate (None while pending). The decided version is the
+    candidate's latest (a decision never adds a version), loaded with its author by
+    ``candidate_load``: one query for the author's permission, none for a pipeline version."""
+    try:
+        decision = candidate.decision
+    except ReviewDecision.DoesNotExist:
+        return None
+    version = candidate.latest
+    if version is None or version.version != decision.version:  # pragma: no cover - see above
+        version = CandidateVersion.objects.select_related("created_by").get(
+            candidate=candidate, version=decision.version
+        )
+    writer = version.created_by
+    is_reviewer = writer is not None and bool(reviewer_ids({writer.pk}))
+    author = Author(
+        writer.get_username() if writer is not None else None,
+        author_kind(version.created_by_id, version.version, is_reviewer),
+    )
+    audit_url = history_url = None
+    if _can_view(user, "review.view_reviewdecision"):
+        audit_url = reverse("admin:review_reviewdecision_change", args=[decision.pk])
+    head = candidate.result_head
+    if head is not None and _can_view(user, "powercontext.view_artifactrevision"):
+        query = urlencode({"scope_id__exact": head.scope_id, "artifact_id__exact": head.artifact_id})
+        history_url = reverse("admin:powercontext_artifactrevision_changelist") + "?" + query
+    return DecisionAudit(decision.pk, decision.version, author, audit_url, history_url)
+
+
+def approve_refusal(candidate: Candidate, user: Any) -> list[int]:
+    """The versions of a pending candidate that stop ``user`` approving it under four-eyes
+    review (empty: she may approve, or the setting is off; no query then)."""
+    if candidate.status != Candidate.Status.PENDING:
+        return []
+    return self_approval_versions(candidate.pk, getattr(user, "pk", None))
+
+
+def page_context(candidate: Candidate, user: Any, *, history: bool = False) -> dict[str, Any]:
+    """What the candidate page (or, ``history``, its history page) shows of governance:
+    ``self_approval`` (see ``approve_refusal``), ``audit`` (``decision_audit``) and, on the
+    history page, ``authors`` (``version_authors``)."""
+    context: dict[str, Any] = {"audit": decision_audit(candidate, user)}
+    if history:
+        context["authors"] = version_authors(candidate)
+    else:
+        context["self_approval"] = approve_refusal(candidate, user)
+    return context
+
+
+def split_reason(reason: str | None, canned: list[str]) -> tuple[list[str], str]:
+    """A rejection's reason as (the canned reasons it used, one per line as the Inbox inserts
+    them, in order; the rest of the text)."""
+    used: list[str] = []
+    rest: list[str] = []
+    for line in (reason or "").splitlines():
+        (used if line.strip() in canned and line.strip() not in used else rest).append(line.strip())
+    return used, "\n".join(rest).strip()
