@@ -20,4 +20,7 @@ urlpatterns = [
     path("candidates/<int:pk>/retire/", views.candidate_retire, name="retire"),
     path("candidates/<int:pk>/revert/", views.candidate_revert, name="revert"),
     path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
+    path("candidates/<int:pk>/next/", views.candidate_next, name="next"),
+    path("candidates/<int:pk>/previous/", views.candidate_previous, name="previous"),
+    path("candidates/<int:pk>/viewing/", views.candidate_viewing, name="viewing"),
 ]

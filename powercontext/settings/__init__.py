@@ -222,6 +222,9 @@ POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 # Review Inbox: with JavaScript, an approve or reject is held this long behind an Undo toast before
 # it is sent (templates render it as data-undo-seconds; 0 sends at once, as without JavaScript).
 POWERCONTEXT_REVIEW_UNDO_SECONDS = 10
+# Review Inbox: opening a candidate marks it "being reviewed by you" for this long (the open page
+# renews it); Next and j/k skip items another reviewer is viewing. Never blocks a decision.
+POWERCONTEXT_REVIEW_VIEWING_SECONDS = env_int("POWERCONTEXT_REVIEW_VIEWING_SECONDS", 120, minimum=10)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -21,12 +21,15 @@ from review.views.candidate import (
 from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.listing import queue, queue_bulk
 from review.views.reversal import candidate_reopen, candidate_retire, candidate_revert
+from review.views.sharing import candidate_next, candidate_previous, candidate_viewing
 
 __all__ = [
     "candidate_approve",
     "candidate_claim",
     "candidate_detail",
     "candidate_history",
+    "candidate_next",
+    "candidate_previous",
     "candidate_rebase",
     "candidate_reject",
     "candidate_reopen",
@@ -34,6 +37,7 @@ __all__ = [
     "candidate_revert",
     "candidate_revise",
     "candidate_unclaim",
+    "candidate_viewing",
     "queue",
     "queue_bulk",
 ]
