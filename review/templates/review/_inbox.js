@@ -115,7 +115,7 @@
     document.addEventListener("visibilitychange", renew);
   }
 
-  // "Assign to me" in a queue row: posted in the background, so the bulk selection and the
+  // A queue row's claim button: posted in the background, so the bulk selection and the
   // scroll position stay as they are; the row's cell then says "you". Anything but a JSON
   // answer (a log-in page, an error page) falls back to the ordinary form post.
   function say(text, ok) {
