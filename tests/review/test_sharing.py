@@ -184,12 +184,22 @@ def test_two_reviewers_pressing_next_at_once_never_land_on_the_same_item() -> No
 
     first, second = make_user("first", reviewer=True), make_user("second", reviewer=True)
     start = make_candidate("race-next")
-    made = [make_candidate("race-next") for _ in range(30)]
+    made = {make_candidate("race-next").pk: n for n in range(30)}
+
+    def work(user: User, at: int, decide: bool) -> viewing.Taken:
+        """Approve the item the reviewer is on (as the page after a decision does), then Next."""
+        if decide:
+            approve(Candidate.objects.get(pk=at), user)
+        return take_next(at, user)
+
     landed: list[tuple[int | None, int | None]] = []
     at_first = at_second = start.pk
-    for _ in range(10):  # each round both press Next from where they are, at the same instant
+    for round_ in range(10):  # each round both act at the same instant, from where they are
         results = run_together(
-            [lambda a=at_first: take_next(a, first), lambda b=at_second: take_next(b, second)]  # type: ignore[misc]
+            [
+                lambda a=at_first, d=round_ > 0: work(first, a, d),  # type: ignore[misc]
+                lambda b=at_second, d=round_ > 0: work(second, b, d),  # type: ignore[misc]
+            ]
         )
         assert all(isinstance(r, viewing.Taken) for r in results), results
         a, b = results[0].pk, results[1].pk
@@ -199,8 +209,9 @@ def test_two_reviewers_pressing_next_at_once_never_land_on_the_same_item() -> No
         assert Candidate.objects.get(pk=b).viewing_by_id == second.pk
         at_first, at_second = a, b
     visited = [pk for pair in landed for pk in pair]
-    assert len(visited) == len(set(visited)) == 20
-    assert set(visited) <= {c.pk for c in made}
+    assert len(visited) == len(set(visited)) == 20 and set(visited) <= set(made)
+    decided = ReviewDecision.objects.filter(candidate_id__in=made)
+    assert decided.count() == 18 == len({d.candidate_id for d in decided})  # no item decided twice
 
 
 # --- views: the candidate page, Next, Previous, after a decision ----------------------------------
