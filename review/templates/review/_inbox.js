@@ -124,9 +124,13 @@
       note = document.createElement("p");
       note.setAttribute("role", "status");
       note.setAttribute("data-claim-status", "");
-      var summary = document.querySelector(".summary");
-      if (!summary) { return; }
-      summary.parentNode.insertBefore(note, summary);
+      // Fixed at the bottom of the window: in view wherever the reviewer scrolled, and moving no row.
+      note.style.position = "fixed";
+      note.style.left = "1rem";
+      note.style.bottom = "1rem";
+      note.style.zIndex = "20";
+      note.style.maxWidth = "min(32rem, calc(100vw - 2rem))";
+      document.body.appendChild(note);
     }
     note.className = "msg " + (ok ? "success" : "warning");
     note.textContent = text;
