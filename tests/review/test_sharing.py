@@ -23,16 +23,12 @@ from review.models import Candidate, CandidateClaim, ReviewDecision
 from review.selectors import queue as queue_selectors
 from review.services import viewing
 from tests.review.conftest import approve, make_candidate, make_user, revise
+from tests.review.test_claims import client_for, text_of
 from tests.review.test_inbox_views import _queries
 
 pytestmark = pytest.mark.django_db
 
 WAITING = queue_selectors.SORTS["waiting"]
-
-
-@pytest.fixture
-def ana(db: None) -> User:
-    return make_user("ana", reviewer=True)
 
 
 @pytest.fixture
@@ -45,16 +41,6 @@ def url(name: str, candidate: Candidate | int | None = None) -> str:
 
     pk = candidate.pk if isinstance(candidate, Candidate) else candidate
     return reverse(f"review:{name}", args=[pk] if pk is not None else [])
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def text_of(response: Any) -> str:
-    return str(response.content.decode())
 
 
 def holder(candidate: Candidate) -> str | None:
@@ -88,13 +74,15 @@ def take_next(start: Candidate | int, user: User, **kwargs: Any) -> viewing.Take
 # --- services -----------------------------------------------------------------------------------
 
 
-def test_the_first_to_open_holds_the_marker_until_it_expires(ana: User, bob: User, settings: Any) -> None:
+def test_the_first_to_open_holds_the_marker_until_it_expires(
+    reviewer: User, bob: User, settings: Any
+) -> None:
     settings.POWERCONTEXT_REVIEW_VIEWING_SECONDS = 120
     candidate = make_candidate()
-    assert viewing.viewing_mark(pk=candidate.pk, reviewer=ana) is True
+    assert viewing.viewing_mark(pk=candidate.pk, reviewer=reviewer) is True
     assert viewing.viewing_mark(pk=candidate.pk, reviewer=bob) is False  # never overwritten while live
-    assert viewing.viewing_mark(pk=candidate.pk, reviewer=ana) is True  # renewing one's own
-    assert holder(candidate) == "ana"
+    assert viewing.viewing_mark(pk=candidate.pk, reviewer=reviewer) is True  # renewing one's own
+    assert holder(candidate) == "reviewer"
     with time_machine.travel(timezone.now() + timedelta(seconds=121), tick=False):
         assert viewing.viewing_mark(pk=candidate.pk, reviewer=bob) is True  # expired: free again
     found = Candidate.objects.get(pk=candidate.pk)
@@ -102,60 +90,68 @@ def test_the_first_to_open_holds_the_marker_until_it_expires(ana: User, bob: Use
     assert found.viewing_until is not None and found.viewing_until > timezone.now() + timedelta(seconds=119)
 
 
-def test_a_decided_candidate_is_never_marked_and_release_touches_only_your_own(ana: User, bob: User) -> None:
-    decided = approve(make_candidate(), ana)
-    assert viewing.viewing_mark(pk=decided.pk, reviewer=ana) is False
+def test_a_decided_candidate_is_never_marked_and_release_touches_only_your_own(
+    reviewer: User, bob: User
+) -> None:
+    decided = approve(make_candidate(), reviewer)
+    assert viewing.viewing_mark(pk=decided.pk, reviewer=reviewer) is False
     open_one = make_candidate()
-    viewing.viewing_mark(pk=open_one.pk, reviewer=ana)
+    viewing.viewing_mark(pk=open_one.pk, reviewer=reviewer)
     assert viewing.viewing_release(pk=open_one.pk, reviewer=bob) is False
-    assert holder(open_one) == "ana"
-    assert viewing.viewing_release(pk=open_one.pk, reviewer=ana) is True
+    assert holder(open_one) == "reviewer"
+    assert viewing.viewing_release(pk=open_one.pk, reviewer=reviewer) is True
     assert holder(open_one) is None
     assert viewing.viewing_mark(pk=open_one.pk, reviewer=bob) is True
 
 
-def test_next_skips_items_others_view_or_claimed_and_takes_the_one_it_lands_on(ana: User, bob: User) -> None:
+def test_next_skips_items_others_view_or_claimed_and_takes_the_one_it_lands_on(
+    reviewer: User, bob: User
+) -> None:
     start, viewed, claimed, free, last = (make_candidate() for _ in range(5))
-    viewing.viewing_mark(pk=start.pk, reviewer=ana)
+    viewing.viewing_mark(pk=start.pk, reviewer=reviewer)
     viewing.viewing_mark(pk=viewed.pk, reviewer=bob)
     claim(claimed, bob)
-    taken = take_next(start, ana)
+    taken = take_next(start, reviewer)
     assert taken == viewing.Taken(free.pk, 0)
-    assert holder(free) == "ana"
-    assert holder(start) is None  # the item ana moved on from is free for others at once
+    assert holder(free) == "reviewer"
+    assert holder(start) is None  # the item reviewer moved on from is free for others at once
     assert holder(viewed) == "bob"
     # Your own claim and your own marker do not make you skip an item.
-    claim(last, ana)
-    assert take_next(free, ana).pk == last.pk
-    assert take_next(last, ana).pk is None
+    claim(last, reviewer)
+    assert take_next(free, reviewer).pk == last.pk
+    assert take_next(last, reviewer).pk is None
     # "Show items others are on": the neighbour, whoever is on it (bob's marker is kept).
-    assert take_next(start, ana, skip_others=False).pk == viewed.pk
+    assert take_next(start, reviewer, skip_others=False).pk == viewed.pk
     assert holder(viewed) == "bob"
     # Previous goes the other way, with the same skipping.
     back = viewing.viewing_take_next(
         pending(),
         start=last.pk,
-        reviewer=ana,
+        reviewer=reviewer,
         neighbour=lambda rows, at: queue_selectors.neighbour(rows, at, sort=WAITING, forward=False),
     )
     assert back.pk == free.pk
 
 
-def test_next_tries_the_following_item_when_another_reviewer_takes_it_first(ana: User, bob: User) -> None:
+def test_next_tries_the_following_item_when_another_reviewer_takes_it_first(
+    reviewer: User, bob: User
+) -> None:
     start, contested, after = (make_candidate() for _ in range(3))
     seen: list[int] = []
 
     def bob_gets_there_first(rows: QuerySet[Candidate], at: int) -> int | None:
         found = neighbour(rows, at)
         if found == contested.pk and not seen:
-            assert viewing.viewing_mark(pk=found, reviewer=bob)  # between ana's choice and her mark
+            assert viewing.viewing_mark(pk=found, reviewer=bob)  # between reviewer's choice and her mark
         seen.append(found or 0)
         return found
 
-    taken = viewing.viewing_take_next(pending(), start=start.pk, reviewer=ana, neighbour=bob_gets_there_first)
+    taken = viewing.viewing_take_next(
+        pending(), start=start.pk, reviewer=reviewer, neighbour=bob_gets_there_first
+    )
     assert taken == viewing.Taken(after.pk, 1)
     assert seen == [contested.pk, after.pk]
-    assert holder(contested) == "bob" and holder(after) == "ana"
+    assert holder(contested) == "bob" and holder(after) == "reviewer"
 
 
 # --- concurrency (PostgreSQL: separate connections, real row locks) ----------------------------
@@ -217,37 +213,39 @@ def test_two_reviewers_pressing_next_at_once_never_land_on_the_same_item() -> No
 # --- views: the candidate page, Next, Previous, after a decision ----------------------------------
 
 
-def test_opening_a_candidate_marks_it_and_others_see_who_is_reviewing_it(ana: User, bob: User) -> None:
+def test_opening_a_candidate_marks_it_and_others_see_who_is_reviewing_it(reviewer: User, bob: User) -> None:
     candidate = make_candidate()
-    mine = text_of(client_for(ana).get(url("candidate", candidate)))
-    assert holder(candidate) == "ana"
+    mine = text_of(client_for(reviewer).get(url("candidate", candidate)))
+    assert holder(candidate) == "reviewer"
     assert "You are reviewing this" in mine
     theirs = client_for(bob).get(url("candidate", candidate))
-    assert "<b>ana</b> is reviewing this" in text_of(theirs)
-    assert holder(candidate) == "ana"  # bob's visit does not take it
+    assert "<b>reviewer</b> is reviewing this" in text_of(theirs)
+    assert holder(candidate) == "reviewer"  # bob's visit does not take it
     # ... and never blocks: bob may still decide it.
     response = client_for(bob).post(url("approve", candidate), {"expected_version": 1})
     assert response.status_code == 302
     assert ReviewDecision.objects.get(candidate_id=candidate.pk).reviewer == bob
 
 
-def test_viewers_never_mark_a_candidate(ana: User, viewer: User) -> None:
+def test_viewers_never_mark_a_candidate(reviewer: User, viewer: User) -> None:
     candidate = make_candidate()
     page = text_of(client_for(viewer).get(url("candidate", candidate)))
     assert holder(candidate) is None and 'data-viewing-url="' not in page
 
 
-def test_next_previous_and_the_page_after_a_decision_skip_items_others_are_on(ana: User, bob: User) -> None:
+def test_next_previous_and_the_page_after_a_decision_skip_items_others_are_on(
+    reviewer: User, bob: User
+) -> None:
     first, viewed, claimed, free, last = (make_candidate() for _ in range(5))
     client_for(bob).get(url("candidate", viewed))
     claim(claimed, bob)
-    client = client_for(ana)
+    client = client_for(reviewer)
     page = text_of(client.get(url("candidate", first) + "?family=experience"))
     assert f'href="{url("next", first)}?family=experience" data-key="n"' in page
     response = client.get(url("next", first) + "?family=experience")
     assert response.status_code == 302
     assert response["Location"] == url("candidate", free) + "?family=experience"
-    assert holder(free) == "ana" and holder(first) is None
+    assert holder(free) == "reviewer" and holder(first) is None
     assert client.get(url("previous", free))["Location"] == url("candidate", first)
     # The page after a decision.
     decided = client.post(url("approve", first), {"expected_version": 1})
@@ -263,12 +261,12 @@ def test_next_previous_and_the_page_after_a_decision_skip_items_others_are_on(an
     assert "is free" in text_of(client.get(end["Location"]))
 
 
-def test_the_queue_marks_rows_others_are_on_and_j_k_skip_them_unless_shown(ana: User, bob: User) -> None:
+def test_the_queue_marks_rows_others_are_on_and_j_k_skip_them_unless_shown(reviewer: User, bob: User) -> None:
     viewed, claimed, mine, free = (make_candidate() for _ in range(4))
     client_for(bob).get(url("candidate", viewed))
     claim(claimed, bob)
-    client_for(ana).get(url("candidate", mine))
-    page = text_of(client_for(ana).get(url("queue")))
+    client_for(reviewer).get(url("candidate", mine))
+    page = text_of(client_for(reviewer).get(url("queue")))
     rows = dict(re.findall(r'<tr data-queue-row data-pk="(\d+)"[^>]*?( data-skip)?>', page))
     assert rows == {
         str(viewed.pk): " data-skip",
@@ -277,7 +275,7 @@ def test_the_queue_marks_rows_others_are_on_and_j_k_skip_them_unless_shown(ana: 
         str(free.pk): "",
     }
     assert page.count('data-flag="viewing"') == 1 and "bob is reviewing" in page
-    shown = text_of(client_for(ana).get(url("queue") + "?others=on"))
+    shown = text_of(client_for(reviewer).get(url("queue") + "?others=on"))
     assert re.findall(r"<tr data-queue-row [^>]*>", shown) and not re.findall(
         r"<tr data-queue-row [^>]*data-skip", shown
     )
@@ -285,13 +283,13 @@ def test_the_queue_marks_rows_others_are_on_and_j_k_skip_them_unless_shown(ana: 
     assert f'href="{url("candidate", viewed)}?others=True"' in shown  # the choice travels
 
 
-def test_markers_keep_the_queue_at_a_constant_query_count(ana: User, bob: User) -> None:
-    client = client_for(ana)
+def test_markers_keep_the_queue_at_a_constant_query_count(reviewer: User, bob: User) -> None:
+    client = client_for(reviewer)
     for n in range(10):
-        viewing.viewing_mark(pk=make_candidate().pk, reviewer=bob if n % 2 else ana)
+        viewing.viewing_mark(pk=make_candidate().pk, reviewer=bob if n % 2 else reviewer)
     small = _queries(client, url("queue"))
     for n in range(190):
-        viewing.viewing_mark(pk=make_candidate().pk, reviewer=bob if n % 3 else ana)
+        viewing.viewing_mark(pk=make_candidate().pk, reviewer=bob if n % 3 else reviewer)
     assert _queries(client, url("queue")) == small
 
 
@@ -299,11 +297,11 @@ def test_markers_keep_the_queue_at_a_constant_query_count(ana: User, bob: User) 
 
 
 def test_the_open_page_renews_its_marker_with_a_csrf_checked_bodiless_post(
-    ana: User, bob: User, viewer: User
+    reviewer: User, bob: User, viewer: User
 ) -> None:
     candidate = make_candidate()
     client = Client(enforce_csrf_checks=True)
-    client.force_login(ana)
+    client.force_login(reviewer)
     page = text_of(client.get(url("candidate", candidate)))
     assert f'data-viewing-url="{url("viewing", candidate)}"' in page
     assert client.post(url("viewing", candidate)).status_code == 403  # no CSRF token
@@ -312,32 +310,29 @@ def test_the_open_page_renews_its_marker_with_a_csrf_checked_bodiless_post(
         renewed = client.post(url("viewing", candidate), HTTP_X_CSRFTOKEN=token)
         assert renewed.status_code == 204 and renewed.content == b""
     with time_machine.travel(timezone.now() + timedelta(seconds=200), tick=False):
-        assert holder(candidate) == "ana"  # renewed at +100 s: still live at +200 s
+        assert holder(candidate) == "reviewer"  # renewed at +100 s: still live at +200 s
         bob_client = client_for(bob)
         taken = bob_client.post(url("viewing", candidate))
-        assert taken.status_code == 409 and json.loads(taken.content) == {"viewer": "ana"}
+        assert taken.status_code == 409 and json.loads(taken.content) == {"viewer": "reviewer"}
     assert client.get(url("viewing", candidate)).status_code == 405
     assert client_for(viewer).post(url("viewing", candidate)).status_code == 403
-    assert client_for(ana).post(url("viewing", 987654)).status_code == 404
+    assert client_for(reviewer).post(url("viewing", 987654)).status_code == 404
     approve(candidate, bob)
-    assert client_for(ana).post(url("viewing", candidate)).status_code == 410
+    assert client_for(reviewer).post(url("viewing", candidate)).status_code == 410
 
 
 # --- views: the collision page ---------------------------------------------------------------------
 
 
-def test_the_collision_page_says_who_decided_how_and_why_and_offers_next(ana: User, bob: User) -> None:
+def test_the_collision_page_says_who_decided_how_and_why_and_offers_next(reviewer: User, bob: User) -> None:
     rejected, approved, revised, after = (make_candidate() for _ in range(4))
-    services.candidate_reject(
-        scope_id=rejected.scope_id,
-        candidate_id=rejected.candidate_id,
-        expected_version=1,
-        reason="Already covered by the runbook.",
-        reviewer=bob,
+    bob_rejects = client_for(bob).post(
+        url("reject", rejected), {"expected_version": 1, "reason": "Already covered by the runbook."}
     )
+    assert bob_rejects.status_code == 302
     approve(approved, bob)
     revise(revised, bob, lesson="Reworded by bob.")
-    client = client_for(ana)
+    client = client_for(reviewer)
 
     page = client.post(url("approve", rejected) + "?family=experience", {"expected_version": 1})
     assert page.status_code == 409
@@ -362,22 +357,22 @@ def test_the_collision_page_says_who_decided_how_and_why_and_offers_next(ana: Us
 # --- views: "Assign to me" from the queue keeps the page --------------------------------------------
 
 
-def test_assign_to_me_in_the_background_answers_json_and_leaves_no_message(ana: User, bob: User) -> None:
+def test_assign_to_me_in_the_background_answers_json_and_leaves_no_message(reviewer: User, bob: User) -> None:
     free, taken = make_candidate(), make_candidate()
     claim(taken, bob)
-    client = client_for(ana)
+    client = client_for(reviewer)
     answer = client.post(url("claim", free) + "?back=queue", {"expected_claimant": 0, "async": "1"})
     assert answer.status_code == 200
     assert json.loads(answer.content) == {"message": f"Candidate #{free.pk} is assigned to you."}
-    assert CandidateClaim.objects.get(candidate_id=free.pk).claimed_by == ana
+    assert CandidateClaim.objects.get(candidate_id=free.pk).claimed_by == reviewer
     refused = client.post(url("claim", taken) + "?back=queue", {"expected_claimant": 0, "async": "1"})
     assert refused.status_code == 409 and "changed since you looked" in json.loads(refused.content)["message"]
     assert "assigned to you" not in text_of(client.get(url("queue")))  # no message was left behind
 
 
-def test_assign_to_me_without_javascript_returns_to_the_same_page_and_row(ana: User) -> None:
+def test_assign_to_me_without_javascript_returns_to_the_same_page_and_row(reviewer: User) -> None:
     made = [make_candidate() for _ in range(3)]
-    client = client_for(ana)
+    client = client_for(reviewer)
     page = text_of(client.get(url("queue") + f"?family=experience&after={made[0].pk}"))
     action = f'formaction="{url("claim", made[2])}?back=queue&family=experience&after={made[0].pk}"'
     assert action in page
