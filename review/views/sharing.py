@@ -114,8 +114,10 @@ def viewing_context(request: HttpRequest, candidate: Candidate) -> dict[str, Any
     """The candidate page's part: a reviewer opening a pending candidate marks it (unless another
     reviewer's marker is live: then the page says who is reviewing it); ``viewing`` is that other
     reviewer's marker, if any."""
-    if candidate.status != Candidate.Status.PENDING or not can_review(request):
+    if candidate.status != Candidate.Status.PENDING:
         return {"viewing": None, "viewing_seconds": None}
+    if not can_review(request):  # read-only users see who is on it, and never mark it
+        return {"viewing": viewing_holder(candidate.pk), "viewing_seconds": None}
     holder = None
     if not viewing.viewing_mark(pk=candidate.pk, reviewer=reviewer_of(request)):
         holder = viewing_holder(candidate.pk)

@@ -227,10 +227,14 @@ def test_opening_a_candidate_marks_it_and_others_see_who_is_reviewing_it(reviewe
     assert ReviewDecision.objects.get(candidate_id=candidate.pk).reviewer == bob
 
 
-def test_viewers_never_mark_a_candidate(reviewer: User, viewer: User) -> None:
+def test_viewers_see_who_is_reviewing_but_never_mark_a_candidate(reviewer: User, viewer: User) -> None:
     candidate = make_candidate()
     page = text_of(client_for(viewer).get(url("candidate", candidate)))
     assert holder(candidate) is None and 'data-viewing-url="' not in page
+    client_for(reviewer).get(url("candidate", candidate))
+    page = text_of(client_for(viewer).get(url("candidate", candidate)))
+    assert "<b>reviewer</b> is reviewing this." in page and 'data-viewing-url="' not in page
+    assert holder(candidate) == "reviewer"
 
 
 def test_next_previous_and_the_page_after_a_decision_skip_items_others_are_on(
