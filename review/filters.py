@@ -34,7 +34,7 @@ AGES: dict[str, tuple[str, str, timedelta]] = {
 ASSIGNED = {"me": "Assigned to me", "nobody": "Unassigned"}
 
 # The querystring keys the filter owns (kept when moving between queue and candidate pages).
-FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "sort")
+FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "others", "sort")
 
 
 class CandidateQueueFilter(django_filters.FilterSet):
@@ -58,6 +58,10 @@ class CandidateQueueFilter(django_filters.FilterSet):
         method="filter_assigned",
         label="Assigned",
         empty_label="Anyone or nobody",
+    )
+    # Navigation only (Next, Previous, j/k, the page after a decision): see review.views.sharing.
+    others = django_filters.BooleanFilter(
+        method="filter_others", label="Show items others are on", widget=forms.CheckboxInput
     )
 
     class Meta:
@@ -97,6 +101,9 @@ class CandidateQueueFilter(django_filters.FilterSet):
         if user is None or not user.is_authenticated:
             return queryset.none()
         return queryset.filter(claim__claimed_by=user)
+
+    def filter_others(self, queryset: QuerySet[Candidate], name: str, value: bool) -> QuerySet[Candidate]:
+        return queryset  # the queue lists every row and marks those others are on
 
     @property
     def sort(self) -> Sort:

@@ -41,6 +41,12 @@ class Candidate(models.Model):
     decision_reason = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Who has the candidate open in the Inbox, until when (a soft marker that expires on its own,
+    # written only by ``review.services.viewing``; never blocks a decision).
+    viewing_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    viewing_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         permissions = [("review_candidate", "Can approve, reject and revise candidates")]

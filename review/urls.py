@@ -21,4 +21,7 @@ urlpatterns = [
     path("candidates/<int:pk>/revert/", views.candidate_revert, name="revert"),
     path("candidates/<int:pk>/history/", views.candidate_history, name="history"),
     path("undo/", views.decisions_undo, name="undo"),
+    path("candidates/<int:pk>/next/", views.candidate_next, name="next"),
+    path("candidates/<int:pk>/previous/", views.candidate_previous, name="previous"),
+    path("candidates/<int:pk>/viewing/", views.candidate_viewing, name="viewing"),
 ]

@@ -225,6 +225,9 @@ POWERCONTEXT_REVIEW_UNDO_MINUTES = env_int("POWERCONTEXT_REVIEW_UNDO_MINUTES", 1
 # Four-eyes review: when true, nobody approves a candidate they wrote a version of (Inbox, bulk and
 # /v1 alike: 403 self_approval_forbidden). Off by default (docs/reviewers.md "Four-eyes review").
 POWERCONTEXT_REVIEW_FOUR_EYES = env_bool("POWERCONTEXT_REVIEW_FOUR_EYES", False)
+# Review Inbox: opening a candidate marks it "being reviewed by you" for this long (the open page
+# renews it); Next and j/k skip items another reviewer is viewing. Never blocks a decision.
+POWERCONTEXT_REVIEW_VIEWING_SECONDS = env_int("POWERCONTEXT_REVIEW_VIEWING_SECONDS", 120, minimum=10)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -23,6 +23,7 @@ from review.selectors import counts
 from review.selectors.candidate import CandidateFacts, candidate_facts
 from review.selectors.counts import CappedCount
 from review.selectors.similar import near_duplicate_flags
+from review.selectors.viewing import ViewingView, viewing_of
 
 PAGE_SIZE = 50
 TITLE_CHARS = 160
@@ -95,6 +96,7 @@ class QueueRow(CandidateFacts):
     reviewer: str | None = None
     decided_at: datetime | None = None
     decision_reason: str | None = None
+    viewing: ViewingView | None = None  # who has it open (``viewing_of``)
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ def queue_page(
     one for the current heads of the page's pending updates, if any), each row's claimant joined
     in the same query. ``decided``: the rows are decided, and carry their reviewer and decision
     time (joined, no extra query)."""
-    related = ["latest", "claim__claimed_by"]
+    related = ["latest", "claim__claimed_by", "viewing_by"]
     if decided:
         related += ["decision", "decision__reviewer"]
     page = keyset_page(
@@ -277,7 +279,10 @@ def queue_page(
     heads = _target_heads(page.items)
     duplicates = near_duplicate_flags(page.items)
     return QueuePage(
-        rows=[replace(queue_row(c, heads=heads), near_duplicate=duplicates.get(c.pk)) for c in page.items],
+        rows=[
+            replace(queue_row(c, heads=heads), near_duplicate=duplicates.get(c.pk), viewing=viewing_of(c))
+            for c in page.items
+        ],
         next_after=page.next_after,
         prev_before=page.prev_before,
         is_first=page.is_first,

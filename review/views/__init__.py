@@ -21,6 +21,7 @@ from review.views.candidate import (
 from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.listing import queue, queue_bulk
 from review.views.reversal import candidate_reopen, candidate_retire, candidate_revert
+from review.views.sharing import candidate_next, candidate_previous, candidate_viewing
 from review.views.undo import decisions_undo
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "candidate_claim",
     "candidate_detail",
     "candidate_history",
+    "candidate_next",
+    "candidate_previous",
     "candidate_rebase",
     "candidate_reject",
     "candidate_reopen",
@@ -35,6 +38,7 @@ __all__ = [
     "candidate_revert",
     "candidate_revise",
     "candidate_unclaim",
+    "candidate_viewing",
     "decisions_undo",
     "queue",
     "queue_bulk",

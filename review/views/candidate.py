@@ -27,6 +27,7 @@ from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import similar as similar_selectors
 from review.services import undo as undo_service
+from review.views import sharing
 from review.views.common import (
     CONFLICTS,
     action_login_required,
@@ -58,8 +59,9 @@ def _candidate_context(
     next_pk = prev_pk = position = None
     if filterset.is_valid():
         sort, split = filterset.sort, not filterset.one_family
-        next_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, sort=sort, split=split)
-        prev_pk = queue_selectors.neighbour(filterset.qs, candidate.pk, sort=sort, forward=False, split=split)
+        rows = sharing.navigable(request, filterset)  # Next/Previous skip items others are on
+        next_pk = queue_selectors.neighbour(rows, candidate.pk, sort=sort, split=split)
+        prev_pk = queue_selectors.neighbour(rows, candidate.pk, sort=sort, forward=False, split=split)
         position = queue_selectors.queue_position(filterset.qs, candidate.pk, sort=sort)
     evidence = None
     if summary.latest is not None:
@@ -98,7 +100,8 @@ def _candidate_context(
 def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if (candidate := candidate_selectors.candidate_load(pk)) is None:
         return not_found_page(request)
-    return render(request, "review/candidate.html", _candidate_context(request, candidate))
+    context = _candidate_context(request, candidate) | sharing.viewing_context(request, candidate)
+    return render(request, "review/candidate.html", context)
 
 
 def _conflict(
@@ -140,16 +143,8 @@ def _conflict(
 
 
 def _after_decision(request: HttpRequest, pk: int) -> HttpResponseRedirect:
-    """Go on to the next candidate of the same queue, or back to the queue when none is left."""
-    filterset = filterset_for(request)
-    qs = filterset.querystring()
-    if filterset.is_valid():
-        next_pk = queue_selectors.neighbour(
-            filterset.qs, pk, sort=filterset.sort, split=not filterset.one_family
-        )
-        if next_pk is not None:
-            return HttpResponseRedirect(candidate_url(next_pk, qs))
-    return HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
+    """Go on to the next candidate of the same queue that nobody else is on (see sharing.py)."""
+    return sharing.after_decision(request, pk)
 
 
 def _action_target(request: HttpRequest, pk: int, qs: str) -> Candidate | HttpResponse:

@@ -260,7 +260,8 @@ def test_assign_to_me_from_the_queue_returns_to_the_queue(alice: User) -> None:
         {"expected_claimant": 0, "item": [f"{first.pk}:1"], "seen": 1, "reason": ""},
     )
     assert response.status_code == 303
-    assert response["Location"] == url("queue") + "?family=experience"
+    # Back to the same queue, scrolled to the row (the fragment).
+    assert response["Location"] == url("queue") + f"?family=experience#c{second.pk}"
     assert claimant(second) == "alice" and claimant(first) is None
     assert Candidate.objects.get(pk=first.pk).status == "pending"  # the bulk form's fields did nothing
 

@@ -92,6 +92,77 @@
     if (chip) { event.preventDefault(); insert(chip); }
   });
 
+  // Sharing a queue (review/views/sharing.py): the open candidate page renews its "viewing"
+  // marker with a bodiless, CSRF-checked POST while it is visible; a hidden tab lets it expire.
+  var csrf = document.querySelector("input[name=csrfmiddlewaretoken]");
+  var viewingNote = document.querySelector("[data-viewing-url]");
+  if (viewingNote && csrf && window.fetch) {
+    var viewingUrl = viewingNote.getAttribute("data-viewing-url");
+    var every = Math.max(5, Number(viewingNote.getAttribute("data-viewing-seconds")) / 3) * 1000;
+    var renew = function () {
+      if (document.visibilityState !== "visible") { return; }
+      fetch(viewingUrl, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf.value } })
+        .then(function (response) {
+          if (response.status !== 409) { return; }
+          return response.json().then(function (data) {
+            var text = (data && data.viewer ? data.viewer : "Another reviewer") + " is reviewing this now. You can still decide it.";
+            if (viewingNote.textContent !== text) { viewingNote.textContent = text; }
+          });
+        })
+        .catch(function () { /* offline: the marker expires on its own */ });
+    };
+    window.setInterval(renew, every);
+    document.addEventListener("visibilitychange", renew);
+  }
+
+  // A queue row's claim button: posted in the background, so the bulk selection and the
+  // scroll position stay as they are; the row's cell then says "you". Anything but a JSON
+  // answer (a log-in page, an error page) falls back to the ordinary form post.
+  function say(text, ok) {
+    var note = document.querySelector("[data-claim-status]");
+    if (!note) {
+      note = document.createElement("p");
+      note.setAttribute("role", "status");
+      note.setAttribute("data-claim-status", "");
+      // Fixed at the bottom of the window: in view wherever the reviewer scrolled, and moving no row.
+      note.style.position = "fixed";
+      note.style.left = "1rem";
+      note.style.bottom = "1rem";
+      note.style.zIndex = "20";
+      note.style.maxWidth = "min(32rem, calc(100vw - 2rem))";
+      document.body.appendChild(note);
+    }
+    note.className = "msg " + (ok ? "success" : "warning");
+    note.textContent = text;
+  }
+  document.querySelectorAll("td[data-claimant] button[formaction]").forEach(function (button) {
+    button.addEventListener("click", function (event) {
+      if (!window.fetch || !csrf || button.hasAttribute("data-native")) { return; }
+      event.preventDefault();
+      var body = new FormData();
+      body.append("csrfmiddlewaretoken", csrf.value);
+      body.append(button.name, button.value);
+      body.append("async", "1");
+      button.disabled = true;
+      fetch(button.getAttribute("formaction"), { method: "POST", body: body, credentials: "same-origin" })
+        .then(function (response) {
+          return response.json().then(function (data) { return { ok: response.ok, data: data }; });
+        })
+        .then(function (answer) {
+          say(String(answer.data.message || ""), answer.ok);
+          if (!answer.ok) { button.disabled = false; return; }
+          var mine = document.createElement("b");
+          mine.textContent = "you";
+          button.closest("td").replaceChildren(mine);
+        })
+        .catch(function () {
+          button.disabled = false;
+          button.setAttribute("data-native", "");
+          button.click();
+        });
+    });
+  });
+
   // Bulk selection in the queue.
   var bulk = document.getElementById("bulk-form");
   if (!bulk) { return; }
