@@ -62,7 +62,7 @@ class CandidateAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
     )
     list_select_related = ("result_head", "claim__claimed_by")
     list_filter = ("family", "status")
-    raw_id_fields = ("latest", "result_head")
+    raw_id_fields = ("latest", "result_head", "viewing_by")
     fields = (
         "scope_id",
         "candidate_id",
