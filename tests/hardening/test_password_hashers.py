@@ -4,10 +4,16 @@ Argon2 by that log-in. These tests use the real hashers (no fast test hasher).""
 
 from __future__ import annotations
 
+import json
+from io import StringIO
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import Argon2PasswordHasher, identify_hasher, make_password
 from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 
 PASSWORD = "an-old-reviewer-password-42"
@@ -56,3 +62,21 @@ def test_a_wrong_password_leaves_the_old_hash_alone() -> None:
     User.objects.create(username="old-reviewer", password=old)
     assert not _logged_in(_log_in("old-reviewer", PASSWORD + "-wrong"))
     assert User.objects.get(username="old-reviewer").password == old
+
+
+def test_bench_login_reports_each_variant_and_removes_its_user(tmp_path: Path) -> None:
+    out = StringIO()
+    results = tmp_path / "login.json"
+    call_command("bench_login", "--logins", "1", "--json", str(results), stdout=out)
+    assert not User.objects.filter(username="bench-login").exists()
+    report = json.loads(results.read_text())
+    assert set(report["variants"]) == {"pbkdf2", "argon2", "upgrade"}
+    for row in report["variants"].values():
+        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["max_ms"]
+    assert "argon2 / pbkdf2 p50" in out.getvalue()
+
+
+def test_bench_login_refuses_an_existing_user() -> None:
+    User.objects.create_user("bench-login")
+    with pytest.raises(CommandError, match="exists"):
+        call_command("bench_login", "--logins", "1", stdout=StringIO())
