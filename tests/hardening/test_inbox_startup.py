@@ -65,15 +65,8 @@ def test_the_inbox_pages_import_no_numpy_onnxruntime_or_tokenizers(tmp_path: Pat
         POWERCONTEXT_EMBED_WRITES="sync",
         PYTHONPATH=str(ROOT),
     )
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *HEAVY],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    command = [sys.executable, "-c", SCRIPT, *HEAVY]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["statuses"] == [200, 200, 200, 200]
