@@ -187,12 +187,17 @@ def test_badges_and_the_end_of_scope_names_are_never_cut(reviewer: User, live_se
                 """() => [...document.querySelectorAll(
                     'tr[data-queue-row] .badge, tr[data-queue-row] .flag, tr[data-queue-row] .scope-tail')]
                   .filter(el => {
+                    // Within the cell's content box: text-overflow hides what crosses it.
                     const box = el.getBoundingClientRect();
-                    const cell = el.closest('td').getBoundingClientRect();
+                    const td = el.closest('td');
+                    const style = getComputedStyle(td);
+                    const cell = td.getBoundingClientRect();
+                    const right = cell.right - parseFloat(style.paddingRight) - parseFloat(style.borderRightWidth);
+                    const left = cell.left + parseFloat(style.paddingLeft) + parseFloat(style.borderLeftWidth);
                     const chip = el.closest('.scope-chip');
-                    const outer = chip ? chip.getBoundingClientRect() : cell;
-                    return el.scrollWidth > el.clientWidth + 1 || box.right > Math.min(cell.right, outer.right) + 1
-                      || box.left < cell.left - 1;
+                    const outer = chip ? chip.getBoundingClientRect().right : right;
+                    return el.scrollWidth > el.clientWidth + 1 || box.right > Math.min(right, outer) + 0.5
+                      || box.left < left - 0.5;
                   }).map(el => el.closest('tr').dataset.pk + ': ' + el.textContent)"""
             )
             assert cut == [], (viewport, cut)
