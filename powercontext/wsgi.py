@@ -1,8 +1,9 @@
 """WSGI entry point (gunicorn powercontext.wsgi).
 
-gunicorn loads the embedding model in each worker as it starts (``gunicorn.conf.py``,
-``post_worker_init``); ``runserver`` loads it here, at startup. Either way the first prepare does
-not pay for the model load.
+gunicorn warms each worker up as it starts (``gunicorn.conf.py``, ``post_worker_init``);
+``runserver`` does it here, at startup: the URL configuration and the Inbox templates at once,
+the embedding model in a background thread (``powercontext/warmup.py``). Either way neither the
+first Inbox page nor the first prepare pays for the imports or the model load.
 """
 
 import os
@@ -14,6 +15,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "powercontext.settings")
 application = get_wsgi_application()
 
 if "runserver" in sys.argv[1:2]:
-    from powercontext.search import embedding
+    from powercontext import warmup
 
-    embedding.warm_up()
+    warmup.warm_up()

@@ -22,11 +22,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
 from django.conf import settings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    from powercontext.search.lazy_numpy import np
 
 logger = logging.getLogger("powercontext.search")
 
@@ -38,7 +42,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SIZE = 466247
 QUERY_CACHE_SIZE = 1024
 
-Vector = npt.NDArray[np.float32]
+Vector: TypeAlias = "npt.NDArray[np.float32]"
 
 
 class ModelUnavailable(RuntimeError):

@@ -29,9 +29,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.conf import settings
 from django.db import connection
 
@@ -40,6 +39,11 @@ from powercontext.core.models import ExperienceVector, MemoryEntryVector
 from powercontext.search import analyzer, embedding
 from powercontext.search.engines import BM25_B, BM25_K1, BM25_MIN_IDF, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from powercontext.search.lazy_numpy import np
 
 HELD_TERMS_CACHE = 8192
 

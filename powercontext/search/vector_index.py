@@ -6,9 +6,8 @@ missing outside any transaction, and rebuild. Derived rows only: citations never
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 
@@ -23,6 +22,11 @@ from powercontext.core.models import (
 from powercontext.core.recall import recallable_experience_heads
 from powercontext.search import embedding, vectors
 from powercontext.search.indexes import REBUILD_BATCH, VerifyReport, batched, merge_join, stored_rows
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from powercontext.search.lazy_numpy import np
 
 EMBED_BATCH = 256
 

@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.db import connection
 
 from powercontext.core.hits import ExperienceHit
@@ -47,6 +46,11 @@ from powercontext.core.models import (
 from powercontext.search import embedding
 from powercontext.search.queries import experience_row
 from powercontext.search.vector_cache import ScopeLRU, nbytes
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from powercontext.search.lazy_numpy import np
 
 
 @dataclass(frozen=True)

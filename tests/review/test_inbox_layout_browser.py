@@ -132,7 +132,7 @@ def test_at_390px_the_top_bar_fits_rows_are_cards_and_the_decision_is_one_link_a
             assert box["y"] + box["height"] <= topbar["y"] + topbar["height"], name
         for n in range(4):
             row = rows.nth(n)
-            assert row.evaluate("el => getComputedStyle(el).display") == "grid"
+            assert row.evaluate("el => getComputedStyle(el).display") == "flex"  # a card, not a table row
             box = row.bounding_box()
             assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
             assert box["height"] > line_height
