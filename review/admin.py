@@ -62,7 +62,6 @@ class CandidateAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
     )
     list_select_related = ("result_head", "claim__claimed_by")
     list_filter = ("family", "status")
-    raw_id_fields = ("latest", "result_head", "viewing_by")
     fields = (
         "scope_id",
         "candidate_id",
@@ -111,7 +110,6 @@ class CandidateClaimAdmin(CandidatePartAdmin):
     list_display = ("candidate_id_display", "scope_id_display", "claimed_by", "claimed_at")
     list_select_related = ("candidate", "claimed_by")
     list_filter = (("claimed_by", admin.RelatedFieldListFilter),)
-    raw_id_fields = ("candidate", "claimed_by")
     ordering = ("-claimed_at",)
     fields = ("candidate", "claimed_by", "claimed_at")
 
@@ -129,7 +127,6 @@ class CandidateVersionAdmin(CandidatePartAdmin):
     )
     list_select_related = ("candidate", "created_by")
     list_filter = ("candidate__family",)
-    raw_id_fields = ("candidate", "created_by")
     fields = (
         "candidate",
         "version",
@@ -171,7 +168,6 @@ class ReviewDecisionAdmin(admin_search.AuditSearchMixin, CandidatePartAdmin):
     list_select_related = ("candidate", "reviewer", "result_head")
     list_filter = ("decision", ("reviewer", admin.RelatedFieldListFilter))
     date_hierarchy = "decided_at"
-    raw_id_fields = ("candidate", "reviewer", "result_head")
     fields = (
         "candidate",
         "version",
@@ -268,7 +264,6 @@ class ReviewActionAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
     list_select_related = ("candidate", "artifact", "reviewer")
     list_filter = ("action", ("reviewer", admin.RelatedFieldListFilter))
     date_hierarchy = "acted_at"
-    raw_id_fields = ("candidate", "artifact", "reviewer", "reopened_as")
     audit_search = admin_search.ACTIONS
     fields = (
         "action",

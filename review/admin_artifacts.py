@@ -32,7 +32,6 @@ class ArtifactRevisionAdmin(admin_search.AuditSearchMixin, ReadOnlyAdmin):
     )
     list_select_related = ("created_by",)
     list_filter = (FamilyFilter,)
-    raw_id_fields = ("head", "created_by")
     fields = (
         "head",
         "scope_id",

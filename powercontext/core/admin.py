@@ -101,6 +101,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     sortable_by: tuple[str, ...] = ()
     ordering = ("-pk",)
 
+    def __init__(self, model: type[Model], admin_site: admin.AdminSite) -> None:
+        super().__init__(model, admin_site)
+        # Every relation is shown by id (a select over a big table would load all of its rows).
+        self.raw_id_fields = tuple(f.name for f in model._meta.concrete_fields if f.is_relation)
+
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
         return self.fields
 
@@ -244,7 +249,6 @@ class MemoryEntryVersionAdmin(ReadOnlyAdmin):
         "created_revision",
     )
     list_select_related = ("entry",)
-    raw_id_fields = ("entry",)
     search_fields = ("scope_id__exact", "entry_version_id__exact", "entry__entry_id__exact")
     search_help_text = "Exact scope id, entry version id or entry id."
     fields = (
@@ -284,7 +288,6 @@ class MemoryMembershipAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("entry", "entry_version")
     list_filter = ("state",)
-    raw_id_fields = ("entry", "entry_version")
     search_fields = ("scope_id__exact", "entry__entry_id__exact", "entry_version__entry_version_id__exact")
     search_help_text = "Exact scope id, entry id or entry version id."
     fields = ("scope_id", "entry", "entry_version", "state", "from_revision", "to_revision")
@@ -296,7 +299,6 @@ class MemoryMembershipAdmin(ReadOnlyAdmin):
 @admin.register(MemorySearchDocument)
 class MemorySearchDocumentAdmin(ReadOnlyAdmin):
     list_display = ("membership_id", "scope_id", "terms_excerpt")
-    raw_id_fields = ("membership",)
     search_fields = ("scope_id__exact",)
     search_help_text = "Exact scope id."
     fields = ("membership", "scope_id", "terms")
@@ -308,7 +310,6 @@ class MemorySearchDocumentAdmin(ReadOnlyAdmin):
 class ExperienceSearchDocumentAdmin(ReadOnlyAdmin):
     list_display = ("head", "scope_id", "terms_excerpt")
     list_select_related = ("head",)
-    raw_id_fields = ("head",)
     search_fields = ("scope_id__exact", "head__artifact_id__exact")
     search_help_text = "Exact scope id or artifact id."
     fields = ("head", "scope_id", "terms")
@@ -341,7 +342,6 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     list_display = ("prefix", "name", "user", "scope_list", "created_at", "last_used_at", "revoked_at")
     list_select_related = ("user",)
     list_filter = (RevokedFilter,)
-    raw_id_fields = ("user",)
     search_fields = ("prefix__exact", "user__username__exact")
     search_help_text = "Exact token prefix (e.g. pct_AbCd) or username."
     fields = ("prefix", "name", "user", "scope_list", "created_at", "last_used_at", "revoked_at")

@@ -28,7 +28,6 @@ class SessionNoteAdmin(ReadOnlyAdmin):
 
     list_display = ("id", "session", "path", "current_version", "size_bytes", "updated_at")
     list_select_related = ("session",)
-    raw_id_fields = ("session",)
     search_fields = ("session__scope_id__exact", "session__session_id__exact", "path__exact")
     search_help_text = "Exact scope id, session id or note path."
     fields = ("session", "path", "current_version", "size_bytes", "created_at", "updated_at")
@@ -41,7 +40,6 @@ class SessionNoteVersionAdmin(ReadOnlyAdmin):
 
     list_display = ("id", "note", "version", "mode", "size_bytes", "created_at")
     list_select_related = ("note",)
-    raw_id_fields = ("note",)
     search_fields = ("note__session__session_id__exact", "note__path__exact")
     search_help_text = "Exact session id or note path."
     fields = ("note", "version", "mode", "size_bytes", "created_at", "content")

@@ -41,6 +41,7 @@ from review.merge import merge_fields
 from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
 from review.selectors import similar
 from review.services.governance import SelfApprovalForbidden, check_four_eyes
+from review.services.rows import lock_candidate
 from review.services.submission import MAX_EVIDENCE as MAX_EVIDENCE
 from review.services.submission import Submission as Submission
 from review.services.submission import check_evidence, exact_ref, invalid
@@ -97,21 +98,9 @@ def candidate_propose_within(
 
 def _lock_pending(scope_id: str, candidate_id: str, expected_version: int) -> Candidate:
     """Lock the candidate row and check it is pending at ``expected_version``."""
-    candidate = (
-        Candidate.objects.select_for_update(of=("self",))  # lock the candidate row only
-        .filter(scope_id=scope_id, candidate_id=candidate_id)
-        .select_related("latest")
-        .first()
+    return lock_candidate(
+        scope_id, candidate_id, status=Candidate.Status.PENDING, expected_version=expected_version
     )
-    if candidate is None:
-        raise CandidateNotFound()
-    if candidate.status != Candidate.Status.PENDING:
-        raise CandidateTerminal(details={"status": candidate.status})
-    if candidate.version != expected_version:
-        raise CandidateConflict(
-            details={"expected_version": expected_version, "current_version": candidate.version}
-        )
-    return candidate
 
 
 def _advance(candidate: Candidate, expected_version: int, **changes: Any) -> None:

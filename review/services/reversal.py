@@ -27,8 +27,6 @@ from powercontext.core.exceptions import (
     ArtifactConflict,
     ArtifactNotFound,
     CandidateConflict,
-    CandidateNotFound,
-    CandidateTerminal,
 )
 from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.core.transactions import require_transaction
@@ -41,6 +39,7 @@ from powercontext.memory.artifacts import (
 )
 from powercontext.search import analyzer
 from review.models import Candidate, CandidateVersion, ReviewAction
+from review.services.rows import lock_candidate
 from review.services.submission import invalid
 
 REVIEWED = (families.Family.EXPERIENCE, families.Family.SKILL)
@@ -63,22 +62,14 @@ def candidate_reopen_within(
     """
     require_transaction("this review write")
     reason = _reason(reason)
-    candidate = (
-        Candidate.objects.select_for_update(of=("self",))
-        .filter(scope_id=scope_id, candidate_id=candidate_id)
-        .select_related("latest")
-        .first()
+    candidate = lock_candidate(
+        scope_id,
+        candidate_id,
+        status=Candidate.Status.REJECTED,
+        expected_version=expected_version,
+        wrong_status="Only a rejected candidate can be reopened.",
     )
-    if candidate is None:
-        raise CandidateNotFound()
-    if candidate.status != Candidate.Status.REJECTED:
-        raise CandidateTerminal(
-            "Only a rejected candidate can be reopened.", details={"status": candidate.status}
-        )
-    if candidate.version != expected_version or candidate.latest is None:
-        raise CandidateConflict(
-            details={"expected_version": expected_version, "current_version": candidate.version}
-        )
+    assert candidate.latest is not None  # lock_candidate checks it
     earlier = ReviewAction.objects.filter(candidate=candidate, action=ReviewAction.Action.REOPENED).first()
     if earlier is not None:  # the row lock above serializes two reopens of one rejection
         raise CandidateConflict(

@@ -5,6 +5,7 @@ version or revision is the 409 conflict page; each action is audited by its serv
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -63,11 +64,21 @@ def _act(
     return HttpResponseRedirect(url)
 
 
-def _head_of(candidate: Candidate) -> tuple[str, str]:
+def _head_action(request: HttpRequest, candidate: Candidate, data: dict[str, object]) -> dict[str, Any]:
+    """What retire and revert both name: the approved candidate's artifact head at the revision
+    the page showed, the reason and the reviewer."""
     head = candidate.result_head
     if candidate.status != Candidate.Status.APPROVED or head is None:
         raise InvalidRequest("Only an approved candidate's artifact can be retired or reverted.")
-    return head.family, head.artifact_id
+    return {
+        "scope_id": candidate.scope_id,
+        "family": head.family,
+        "artifact_id": head.artifact_id,
+        "expected_revision": int(str(data["expected_revision"])),
+        "reason": str(data["reason"]),
+        "reviewer": reviewer_of(request),
+        "candidate": candidate,
+    }
 
 
 @action_login_required
@@ -90,16 +101,7 @@ def candidate_reopen(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def candidate_retire(request: HttpRequest, pk: int) -> HttpResponse:
     def run(candidate: Candidate, data: dict[str, object]) -> str:
-        family, artifact_id = _head_of(candidate)
-        head = services.artifact_retire(
-            scope_id=candidate.scope_id,
-            family=family,
-            artifact_id=artifact_id,
-            expected_revision=int(str(data["expected_revision"])),
-            reason=str(data["reason"]),
-            reviewer=reviewer_of(request),
-            candidate=candidate,
-        )
+        head = services.artifact_retire(**_head_action(request, candidate, data))
         return f"Retired {head.family}/{head.artifact_id} at revision {head.current_revision}: no longer recalled."
 
     return _act(request, pk, action="retire", form_class=RetireForm, run=run)
@@ -109,17 +111,10 @@ def candidate_retire(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def candidate_revert(request: HttpRequest, pk: int) -> HttpResponse:
     def run(candidate: Candidate, data: dict[str, object]) -> str:
-        family, artifact_id = _head_of(candidate)
         head = services.artifact_revert(
-            scope_id=candidate.scope_id,
-            family=family,
-            artifact_id=artifact_id,
-            expected_revision=int(str(data["expected_revision"])),
+            **_head_action(request, candidate, data),
             to_revision=int(str(data["to_revision"])),
             expected_state=str(data["expected_state"]),
-            reason=str(data["reason"]),
-            reviewer=reviewer_of(request),
-            candidate=candidate,
         )
         return (
             f"Reverted {head.family}/{head.artifact_id}: revision {head.current_revision} "

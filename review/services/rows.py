@@ -1,0 +1,34 @@
+"""Locking a candidate row for a review write (the decisions, revise, rebase and reopen)."""
+
+from __future__ import annotations
+
+from powercontext.core.exceptions import CandidateConflict, CandidateNotFound, CandidateTerminal
+from review.models import Candidate
+
+
+def lock_candidate(
+    scope_id: str, candidate_id: str, *, status: str, expected_version: int, wrong_status: str | None = None
+) -> Candidate:
+    """Inside the caller's transaction: lock the candidate row (not its joined version) and check
+    it is in ``status`` at ``expected_version`` with a latest version. Raises ``CandidateNotFound``,
+    ``CandidateTerminal`` (another status; ``wrong_status`` is its message) or ``CandidateConflict``."""
+    candidate = (
+        Candidate.objects.select_for_update(of=("self",))
+        .filter(scope_id=scope_id, candidate_id=candidate_id)
+        .select_related("latest")
+        .first()
+    )
+    if candidate is None:
+        raise CandidateNotFound()
+    if candidate.status != status:
+        details = {"status": candidate.status}
+        raise (
+            CandidateTerminal(wrong_status, details=details)
+            if wrong_status
+            else CandidateTerminal(details=details)
+        )
+    if candidate.version != expected_version or candidate.latest is None:
+        raise CandidateConflict(
+            details={"expected_version": expected_version, "current_version": candidate.version}
+        )
+    return candidate
