@@ -223,9 +223,9 @@ POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 # it is sent (templates render it as data-undo-seconds; 0 sends at once, as without JavaScript).
 POWERCONTEXT_REVIEW_UNDO_SECONDS = 10
 # Near-duplicates (review/selectors/similar.py): the weighted similarity at or above which two
-# proposals of a scope are one. 0.6 is calibrated on powercontext/evaluation/data/near_duplicates.jsonl
+# proposals of a scope are one. 0.4 is calibrated on powercontext/evaluation/data/near_duplicates.jsonl
 # (`manage.py eval_near_duplicates` reports precision and recall at it).
-POWERCONTEXT_NEAR_DUPLICATE_THRESHOLD = env_fraction("POWERCONTEXT_NEAR_DUPLICATE_THRESHOLD", 0.6)
+POWERCONTEXT_NEAR_DUPLICATE_THRESHOLD = env_fraction("POWERCONTEXT_NEAR_DUPLICATE_THRESHOLD", 0.4)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -2,9 +2,9 @@
 
 For one family and a set of scopes, a fixed number of queries whatever the queue holds: the
 term sketches stored with the newest ``PENDING_SCAN`` pending candidates' versions (never their
-proposals), and the newest approved heads (Experiences: the searchable text of at most
-``APPROVED_SCAN`` heads and ``APPROVED_BYTES`` characters; Skills, which have no searchable text:
-the content of the newest ``SKILL_SCAN`` current revisions). The window also gives the term
+proposals), and the content of the newest approved heads' current revisions (Experiences: at
+most ``APPROVED_SCAN`` heads and ``APPROVED_BYTES`` characters of searchable text; Skills: the
+newest ``SKILL_SCAN``). The window also gives the term
 weights (``nearness.Weights``: words common across the scope count for less).
 """
 
@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
@@ -26,9 +27,9 @@ from review.selectors import nearness
 
 PENDING_SCAN = 500  # newest pending candidates of the scopes compared (one query)
 APPROVED_SCAN = 500  # newest approved Experience heads compared
-APPROVED_BYTES = 1_000_000  # ... and at most this much of their searchable text read
+APPROVED_BYTES = 1_000_000  # ... and at most this much text (measured on their searchable text)
 SKILL_SCAN = 100  # newest approved Skill heads compared (their content is read)
-DEFAULT_THRESHOLD = 0.6  # calibrated on powercontext/evaluation/data/near_duplicates.jsonl
+DEFAULT_THRESHOLD = 0.4  # calibrated on powercontext/evaluation/data/near_duplicates.jsonl
 
 
 def threshold() -> float:
@@ -139,23 +140,29 @@ def _approved_experiences(scopes: list[str], into: dict[str, Window]) -> None:
         if spent > APPROVED_BYTES:
             break
         chosen.append(head_pk)
-    rows = heads.filter(pk__in=chosen).values_list(
-        "pk", "scope_id", "artifact_id", "current_revision", "searchable_text"
+    rows = (
+        heads.filter(pk__in=chosen)
+        .annotate(content=Subquery(_head_content()))
+        .values_list("pk", "scope_id", "artifact_id", "current_revision", "content")
     )
-    for head_pk, scope_id, artifact_id, revision, text in rows:
-        found = nearness.terms_of_words(text.split())
+    for head_pk, scope_id, artifact_id, revision, proposal in rows:
+        found = nearness.terms(proposal, "experience")
         into[scope_id].add(approved_member(head_pk, artifact_id, revision, found))
 
 
+def _head_content() -> Any:
+    """The content of a head's current revision (a subquery on ``Artifact``)."""
+    return ArtifactRevision.objects.filter(head=OuterRef("pk"), revision=OuterRef("current_revision")).values(
+        "content"
+    )[:1]
+
+
 def _approved_skills(scopes: list[str], into: dict[str, Window]) -> None:
-    content = ArtifactRevision.objects.filter(
-        head=OuterRef("pk"), revision=OuterRef("current_revision")
-    ).values("content")[:1]
     rows = (
         Artifact.objects.filter(
             scope_id__in=scopes, family="skill", state=Artifact.State.ACTIVE, current_revision__gte=1
         )
-        .annotate(content=Subquery(content))
+        .annotate(content=Subquery(_head_content()))
         .order_by("-pk")
         .values_list("pk", "scope_id", "artifact_id", "current_revision", "content")[:SKILL_SCAN]
     )

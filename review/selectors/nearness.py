@@ -1,17 +1,21 @@
 """How alike two proposals are: the near-duplicate score (plain data in, plain data out; no Django).
 
-A proposal's *terms* are the analyzer's words of its distinguishing fields (every field of an
+A proposal's *terms* are the analyzer's words of its compared fields (every field of an
 Experience; a Skill's name, description, instructions and validation lines), stemmed the way the
-search index stems them, without the query stop words ("the", "of", ...). A term set is stored
+search index stems them, without the query stop words ("the", "of", ...), plus the words of its
+*distinguishing* fields (an Experience's lesson; a Skill's name and description) once more in
+``EMPHASIS`` tagged copies, so those fields count ``EMPHASIS + 1`` times. A term set is stored
 as a bottom-k MinHash *sketch* (the ``SKETCH`` smallest 56-bit hashes: the whole set up to that
 many terms).
 
 The score is a weighted Jaccard similarity: each term weighs its smoothed inverse document
 frequency over the scope's compared window (``1 + ln((1 + n) / (1 + df))``), so words that many
 proposals of the scope share (a template's boilerplate lines, the scope's jargon) count for less
-than the words that make a lesson its own. Two distinct lessons written into one template share
-most of their words but few of their rare ones; two copies of one lesson share the rare ones.
-With no window (``Weights.uniform``) it is the plain Jaccard similarity.
+than the words that make a lesson its own. Together the two keep distinct lessons written into
+one template apart (they share most words but not their lessons) and keep copies together even
+in a scope full of copies (they share their lessons). Calibrated on labelled pairs:
+``manage.py eval_near_duplicates`` (``powercontext/evaluation/near_duplicates.py``). With no
+window (``Weights.uniform``) the weights are all 1.
 """
 
 from __future__ import annotations
@@ -35,6 +39,12 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The fields that make a proposal its own (a template rarely fills them), and how many extra
+# tagged copies of their words a term set holds.
+DISTINGUISHING: dict[str, tuple[str, ...]] = {"experience": ("lesson",), "skill": ("name", "description")}
+EMPHASIS = 4
+
+
 def _texts(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(item) for item in value]
@@ -51,13 +61,18 @@ def terms_of_words(words: Iterable[str]) -> set[str]:
     return {term for word in words if (term := term_of(word)) is not None}
 
 
-def terms(proposal: Any, family: str = "experience") -> set[str]:
-    """Compared terms of a proposal of ``family`` (empty for anything else)."""
+def terms(proposal: Any, family: str = "experience", *, emphasis: int = EMPHASIS) -> set[str]:
+    """Compared terms of a proposal of ``family`` (empty for anything else); ``emphasis``: the
+    tagged copies of the distinguishing fields' words (0: none, the plain word set)."""
     fields = FIELDS.get(family)
     if not fields or not isinstance(proposal, Mapping):
         return set()
     values = [text for name in fields for text in _texts(proposal.get(name))]
-    return terms_of_words(analyzer.searchable_text(values).split())
+    found = terms_of_words(analyzer.searchable_text(values).split())
+    for name in DISTINGUISHING.get(family, ()):
+        own = terms_of_words(analyzer.searchable_text(_texts(proposal.get(name))).split())
+        found.update(f"{copy}{name}:{term}" for term in own for copy in range(emphasis))
+    return found
 
 
 def term_hash(term: str) -> int:

@@ -217,7 +217,15 @@ def _with_titles(family: str, shown: list[Similar]) -> list[Similar]:
     return out
 
 
-def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Similar]:
+class SimilarList(list[Similar]):
+    """The candidate page's matches, most similar first, with the one it is a later copy of."""
+
+    @property
+    def duplicate_of(self) -> Similar | None:
+        return duplicate_of(self)
+
+
+def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> SimilarList:
     """The proposals most similar to a pending candidate's current version (at most ``limit``,
     at least ``SHOWN_FLOOR`` similar), excluding itself and its own target; each says whether it
     came earlier. A fixed number of queries and bounded work, whatever the size of the scope;
@@ -228,7 +236,7 @@ def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Simil
         or latest is None
         or not isinstance(latest.proposal, dict)
     ):
-        return []
+        return SimilarList()
     target = latest.target.get("artifact_id") if isinstance(latest.target, dict) else None
     found = similar_proposals(
         family=candidate.family,
@@ -239,7 +247,7 @@ def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Simil
         order=near_window.pending_order(candidate.created_at, candidate.pk),
     )
     shown = [s for s in found if s.similarity >= SHOWN_FLOOR][:limit]
-    return _with_titles(candidate.family, shown) if shown else shown
+    return SimilarList(_with_titles(candidate.family, shown) if shown else shown)
 
 
 def duplicate_of(similar: Sequence[Similar]) -> Similar | None:
