@@ -182,3 +182,21 @@ def test_skills_are_flagged_against_pending_and_approved_skills(reviewer: User) 
     page = client.get(reverse("review:candidate", args=[copy.pk])).content.decode()
     assert "Similar Skills" in page and f"Reject as duplicate of {original.result_head.artifact_id}" in page
     assert "near-duplicate of" in page
+
+
+@pytest.mark.django_db
+def test_the_migration_refills_every_versions_sketch_skills_included() -> None:
+    import importlib
+
+    from django.apps import apps
+
+    from review.models import CandidateVersion
+
+    refill = importlib.import_module("review.migrations.0010_near_duplicate_terms").refill
+    made = [make_candidate("m", family="skill", proposal=skill()), make_candidate("m")]
+    CandidateVersion.objects.update(terms_sketch=None, terms_count=None)
+    refill(apps, None)
+    for candidate in made:
+        version = CandidateVersion.objects.get(candidate=candidate)
+        found = nearness.terms(version.proposal, candidate.family)
+        assert found and (version.terms_sketch, version.terms_count) == (nearness.sketch(found), len(found))
