@@ -104,21 +104,30 @@ class Window:
         return nearness.sketched(hashes, count, self.weights)
 
 
-def _pending(family: str, scopes: list[str], into: dict[str, Window]) -> None:
+Windows = dict[tuple[str, str], "Window"]  # by (family, scope)
+
+
+def _pending(families: tuple[str, ...], scopes: list[str], into: Windows) -> None:
     rows = (
         Candidate.objects.filter(
             scope_id__in=scopes,
-            family=family,
+            family__in=families,
             status=Candidate.Status.PENDING,
             latest__terms_sketch__isnull=False,
         )
         .order_by("-pk")
         .values_list(
-            "pk", "scope_id", "candidate_id", "created_at", "latest__terms_sketch", "latest__terms_count"
+            "pk",
+            "family",
+            "scope_id",
+            "candidate_id",
+            "created_at",
+            "latest__terms_sketch",
+            "latest__terms_count",
         )[:PENDING_SCAN]
     )
-    for pk, scope_id, candidate_id, created_at, hashes, count in rows:
-        into[scope_id].add(
+    for pk, family, scope_id, candidate_id, created_at, hashes, count in rows:
+        into[family, scope_id].add(
             Member(
                 "pending",
                 pending_order(created_at, pk),
@@ -130,7 +139,7 @@ def _pending(family: str, scopes: list[str], into: dict[str, Window]) -> None:
         )
 
 
-def _approved_experiences(scopes: list[str], into: dict[str, Window]) -> None:
+def _approved_experiences(scopes: list[str], into: Windows) -> None:
     heads = recallable_experience_heads().filter(scope_id__in=scopes)
     sizes = heads.annotate(size=Length("searchable_text")).order_by("-pk").values_list("pk", "size")
     chosen: list[int] = []
@@ -147,7 +156,7 @@ def _approved_experiences(scopes: list[str], into: dict[str, Window]) -> None:
     )
     for head_pk, scope_id, artifact_id, revision, proposal in rows:
         found = nearness.terms(proposal, "experience")
-        into[scope_id].add(approved_member(head_pk, artifact_id, revision, found))
+        into["experience", scope_id].add(approved_member(head_pk, artifact_id, revision, found))
 
 
 def _head_content() -> Any:
@@ -157,7 +166,7 @@ def _head_content() -> Any:
     )[:1]
 
 
-def _approved_skills(scopes: list[str], into: dict[str, Window]) -> None:
+def _approved_skills(scopes: list[str], into: Windows) -> None:
     rows = (
         Artifact.objects.filter(
             scope_id__in=scopes, family="skill", state=Artifact.State.ACTIVE, current_revision__gte=1
@@ -168,7 +177,7 @@ def _approved_skills(scopes: list[str], into: dict[str, Window]) -> None:
     )
     for head_pk, scope_id, artifact_id, revision, proposal in rows:
         found = nearness.terms(proposal, "skill")
-        into[scope_id].add(approved_member(head_pk, artifact_id, revision, found))
+        into["skill", scope_id].add(approved_member(head_pk, artifact_id, revision, found))
 
 
 def approved_member(head_pk: int, artifact_id: str, revision: int, found: set[str]) -> Member:
@@ -183,21 +192,26 @@ def approved_member(head_pk: int, artifact_id: str, revision: int, found: set[st
     )
 
 
+FAMILIES: tuple[str, ...] = (Candidate.Family.EXPERIENCE, Candidate.Family.SKILL)
+
+
 def windows(
-    family: str, scopes: Iterable[str], extra: Iterable[tuple[str, Member]] = ()
-) -> dict[str, Window]:
-    """The window of each scope (``extra``: more members, e.g. the page's own candidates or
-    search hits, added before the weights are computed)."""
+    families: tuple[str, ...], scopes: Iterable[str], extra: Iterable[tuple[str, str, Member]] = ()
+) -> Windows:
+    """The window of each (family, scope) of ``families`` x ``scopes``: one query for the
+    pending sketches of all of them, and the approved scans of each family asked for, whatever
+    the window holds (``extra``: more (family, scope, member), e.g. the page's own candidates
+    or search hits, added before the weights are computed)."""
     chosen = sorted(set(scopes))
-    found: defaultdict[str, Window] = defaultdict(Window)
+    found: defaultdict[tuple[str, str], Window] = defaultdict(Window)
     if chosen:
-        _pending(family, chosen, found)
-        if family == Candidate.Family.EXPERIENCE:
+        _pending(families, chosen, found)
+        if Candidate.Family.EXPERIENCE in families:
             _approved_experiences(chosen, found)
-        elif family == Candidate.Family.SKILL:
+        if Candidate.Family.SKILL in families:
             _approved_skills(chosen, found)
-    for scope_id, member in extra:
-        found[scope_id].add(member)
+    for family, scope_id, member in extra:
+        found[family, scope_id].add(member)
     for window in found.values():
         window.seal()
     return dict(found)

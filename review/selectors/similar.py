@@ -33,6 +33,7 @@ __all__ = ["APPROVED_BYTES", "APPROVED_SCAN", "PENDING_SCAN", "SKETCH", "sketch"
 APPROVED_SEARCH = 8  # ranked approved Experience heads compared on the candidate page
 SHOWN = 5  # matches the candidate page lists
 SHOWN_FLOOR = 0.2  # below this similarity a match is not worth a reviewer's look
+NONE = -1  # a primary key no row has
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def similar_proposals(
     if not mine:
         return []
     skip = set(exclude_artifacts)
-    extra: list[tuple[str, Member]] = []
+    extra: list[tuple[str, str, Member]] = []
     if family == Candidate.Family.EXPERIENCE:
         query = " ".join(families.EXPERIENCE.searchable_values(proposal))
         for hit in search.search_experience(scope_id, query, APPROVED_SEARCH):
@@ -142,10 +143,10 @@ def similar_proposals(
                 hit.key, hit.artifact_ref.artifact_id, hit.artifact_ref.revision, terms(content, family)
             )
             member.title = _title(family, content)
-            extra.append((scope_id, member))
+            extra.append((family, scope_id, member))
     own = Member("pending", order or (2, None, 0), sketch(mine), len(mine), pk=exclude_candidate or 0)
-    extra.append((scope_id, own))
-    window = near_window.windows(family, [scope_id], extra)[scope_id]
+    extra.append((family, scope_id, own))
+    window = near_window.windows((family,), [scope_id], extra)[family, scope_id]
     mine_sketched = window.sketch_of(own.hashes, own.count)
     found = [
         _as_similar(m, nearness.score(mine_sketched, m.sketch, window.weights), family, order)
@@ -184,29 +185,25 @@ def is_near_duplicate(scope_id: str, proposal: Mapping[str, Any], family: str = 
 
 
 def _with_titles(family: str, shown: list[Similar]) -> list[Similar]:
-    """Titles for the shown pending candidates and approved heads that have none (two queries at
-    most), and the candidate whose approval wrote each shown approved revision (one query)."""
+    """Titles for the shown pending candidates and approved heads that have none, and the
+    candidate whose approval wrote each shown approved revision: always three queries (the
+    ``NONE`` key matches no row), so the page costs the same whatever it shows."""
     pending_pks = [s.candidate_pk for s in shown if s.status == "pending" and s.candidate_pk is not None]
-    titles: dict[Any, str] = {}
-    if pending_pks:
-        rows = Candidate.objects.filter(pk__in=pending_pks).values_list("pk", "latest__proposal")
-        titles.update({("pending", pk): _title(family, proposal) for pk, proposal in rows})
-    untitled = [(s.artifact_pk, s.revision) for s in shown if s.status == "approved" and not s.title]
-    if untitled:
-        match = Q(pk__in=[])
-        for head, revision in untitled:
-            match |= Q(head_id=head, revision=revision)
-        rows = ArtifactRevision.objects.filter(match).values_list("head_id", "revision", "content")
-        titles.update({("approved", head, rev): _title(family, content) for head, rev, content in rows})
+    rows = Candidate.objects.filter(pk__in=[*pending_pks, NONE]).values_list("pk", "latest__proposal")
+    titles: dict[Any, str] = {("pending", pk): _title(family, proposal) for pk, proposal in rows}
+    match = Q(pk=NONE)
+    for s in shown:
+        if s.status == "approved" and not s.title:
+            match |= Q(head_id=s.artifact_pk, revision=s.revision)
+    revisions = ArtifactRevision.objects.filter(match).values_list("head_id", "revision", "content")
+    titles.update({("approved", head, rev): _title(family, content) for head, rev, content in revisions})
     heads = [s.artifact_pk for s in shown if s.artifact_pk is not None]
-    approvers: dict[tuple[int | None, int | None], int] = {}
-    if heads:
-        approvers = {
-            (head, revision): pk
-            for head, revision, pk in Candidate.objects.filter(
-                result_head_id__in=heads, status=Candidate.Status.APPROVED
-            ).values_list("result_head_id", "result_revision", "pk")
-        }
+    approvers: dict[tuple[int | None, int | None], int] = {
+        (head, revision): pk
+        for head, revision, pk in Candidate.objects.filter(
+            result_head_id__in=[*heads, NONE], status=Candidate.Status.APPROVED
+        ).values_list("result_head_id", "result_revision", "pk")
+    }
     out = []
     for s in shown:
         if s.status == "pending":
@@ -247,7 +244,7 @@ def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> SimilarLis
         order=near_window.pending_order(candidate.created_at, candidate.pk),
     )
     shown = [s for s in found if s.similarity >= SHOWN_FLOOR][:limit]
-    return SimilarList(_with_titles(candidate.family, shown) if shown else shown)
+    return SimilarList(_with_titles(candidate.family, shown))
 
 
 def duplicate_of(similar: Sequence[Similar]) -> Similar | None:
@@ -264,22 +261,18 @@ def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, Similar |
     page = [
         c
         for c in candidates
-        if c.family in near_window_families() and c.status == Candidate.Status.PENDING and c.latest_id
+        if c.family in near_window.FAMILIES and c.status == Candidate.Status.PENDING and c.latest_id
     ]
-    flags: dict[int, Similar | None] = {}
+    if not page:
+        return {}
     limit = near_window.threshold()
-    for family in sorted({c.family for c in page}):
-        mine = [c for c in page if c.family == family]
-        extra = [(c.scope_id, _member_of(c)) for c in mine]
-        found = near_window.windows(family, [c.scope_id for c in mine], extra)
-        for candidate in mine:
-            window = found.get(candidate.scope_id)
-            flags[candidate.pk] = _flag(candidate, window, limit, family) if window else None
+    extra = [(c.family, c.scope_id, _member_of(c)) for c in page]
+    found = near_window.windows(near_window.FAMILIES, [c.scope_id for c in page], extra)
+    flags: dict[int, Similar | None] = {}
+    for candidate in page:
+        window = found.get((candidate.family, candidate.scope_id))
+        flags[candidate.pk] = _flag(candidate, window, limit, candidate.family) if window else None
     return flags
-
-
-def near_window_families() -> tuple[str, ...]:
-    return (Candidate.Family.EXPERIENCE, Candidate.Family.SKILL)
 
 
 def _member_of(candidate: Candidate) -> Member:
