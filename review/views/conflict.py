@@ -132,13 +132,13 @@ def candidate_merge(request: HttpRequest, pk: int) -> HttpResponse:
     posted_version = small_int(request.POST.get("expected_version")) if request.method == "POST" else None
     latest = candidate.latest
     if candidate.status != Candidate.Status.PENDING or latest is None:
-        exc = CandidateTerminal(details={"status": candidate.status})
-        return _conflict(request, pk, exc, action="rebase", expected_version=posted_version)
+        terminal = CandidateTerminal(details={"status": candidate.status})
+        return _conflict(request, pk, terminal, action="rebase", expected_version=posted_version)
     if posted_version is not None and posted_version != candidate.version:
-        exc = CandidateConflict(
+        changed = CandidateConflict(
             details={"expected_version": posted_version, "current_version": candidate.version}
         )
-        return _conflict(request, pk, exc, action="rebase", expected_version=posted_version)
+        return _conflict(request, pk, changed, action="rebase", expected_version=posted_version)
     head = _head(candidate)
     target = latest.target if isinstance(latest.target, dict) else None
     if head is None or target is None or head.current_revision == target.get("revision"):
@@ -150,8 +150,8 @@ def candidate_merge(request: HttpRequest, pk: int) -> HttpResponse:
             messages.error(request, "The conflict editor's form was malformed; reload the page.")
             return HttpResponseRedirect(candidate_url(pk, qs))
         if onto != head.current_revision:
-            exc = ArtifactConflict(details={"current": head_ref(head)})
-            return _conflict(request, pk, exc, action="rebase", expected_version=posted_version)
+            moved = ArtifactConflict(details={"current": head_ref(head)})
+            return _conflict(request, pk, moved, action="rebase", expected_version=posted_version)
     else:
         onto = head.current_revision
     base, theirs = _content(candidate, int(target["revision"])), _content(candidate, onto)
