@@ -75,12 +75,15 @@ def test_the_page_lists_approved_and_pending_near_duplicates_of_its_scope_only(r
     assert f"Reject as duplicate of #{pending.pk}" in page
 
 
-def test_nothing_similar_says_so_and_skills_and_decided_candidates_have_no_card(reviewer: User) -> None:
+def test_nothing_similar_says_so_skills_have_their_own_card_and_decided_candidates_none(
+    reviewer: User,
+) -> None:
     make_candidate(proposal=dict(TLS))
     lonely = make_candidate(proposal=dict(VACUUM))
     client = client_for(reviewer)
     assert "shares enough words" in page_of(client, lonely)
-    assert "Similar Experiences" not in page_of(client, make_candidate(family="skill"))
+    skill_page = page_of(client, make_candidate(family="skill"))
+    assert "Similar Skills" in skill_page and "Similar Experiences" not in skill_page
     assert "Similar Experiences" not in page_of(
         client, approve(make_candidate(proposal=dict(TLS_AGAIN)), reviewer)
     )
