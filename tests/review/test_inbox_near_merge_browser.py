@@ -49,6 +49,7 @@ def test_the_queue_flags_only_the_later_copy_filters_and_selects_it(reviewer: Us
             f"near-duplicate of #{rows[0].pk}"
         )
         expect(page.locator(f"#c{rows[0].pk} [data-flag]")).to_have_count(0)  # the original is not flagged
+        _axe(page, "queue with a near-duplicate flag")
         page.get_by_role("button", name="Select flagged").click()
         expect(page.locator("[data-selected-count]")).to_have_text("1 selected")
         expect(page.locator(f"#c{copy.pk} input[data-select]")).to_be_checked()
@@ -95,6 +96,13 @@ def test_a_same_field_conflict_goes_through_the_editor_and_keeps_revision_twos_s
         page.reload()  # axe on the editor itself (the one-time message list is base.html's)
         expect(page.locator("[data-merge-editor]")).to_be_visible()
         _axe(page, "conflict editor")
+        page.set_viewport_size(
+            {"width": 390, "height": 844}
+        )  # the three sides stack, nothing scrolls sideways
+        expect(page.locator('[data-side="update"]')).to_be_visible()
+        assert page.eval_on_selector("html", "el => el.scrollWidth <= el.clientWidth")
+        _axe(page, "conflict editor at 390 px")
+        page.set_viewport_size({"width": 1440, "height": 900})
         _shot(page, "22-conflict-editor")
         # Edit: keep revision 2's sentence and add the update's.
         field.get_by_label("Edit the result below").check()

@@ -148,7 +148,10 @@ def test_only_the_later_copy_is_flagged_and_the_filter_lists_only_flagged_rows(r
     assert {pk: f.candidate_pk for pk, f in flags.items() if f} == {later.pk: rows[0].pk}
 
     page = _queue(client)
-    assert f'data-duplicate-of="#{rows[0].pk}"' in page and f"near-duplicate of #{rows[0].pk}" in page
+    assert (
+        f'data-duplicate-of="#{rows[0].pk}" href="{reverse("review:candidate", args=[rows[0].pk])}"' in page
+    )
+    assert f"near-duplicate of #{rows[0].pk}</a>" in page
     assert page.count('class="flag near-duplicate"') == 1
 
     filtered = _queue(client, "?near=1")
