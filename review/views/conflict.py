@@ -14,13 +14,14 @@ moved on meanwhile gets the 409 conflict page and nothing is written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from powercontext.core import families
@@ -46,6 +47,7 @@ from review.views.common import (
     not_found_page,
     reviewer_of,
     small_int,
+    with_qs,
 )
 
 CHOICES = (("current", "Take the current revision's"), ("update", "Take the update's"), ("edit", "Edit"))
@@ -100,14 +102,18 @@ def _head(candidate: Candidate) -> Artifact | None:
     ).first()
 
 
+def _stash_key(pk: int) -> str:
+    return f"review:merge:{pk}"
+
+
 def _resolve(spec: families.FamilySpec, row: FieldRow, data: Any) -> tuple[FieldRow, Any]:
     """The posted choice of one conflicting field and the value it gives (or an error)."""
     choice = str(data.get(f"choice_{row.name}", ""))
     result = str(data.get(row.name, "")).replace("\r\n", "\n")
     field = next(f for f in spec.fields if f.name == row.name)
-    posted = FieldRow(**{**row.__dict__, "choice": choice, "result": result})
+    posted = replace(row, choice=choice, result=result)
     if choice not in dict(CHOICES):
-        return FieldRow(**{**posted.__dict__, "error": "Choose which text to keep."}), None
+        return replace(posted, error="Choose which text to keep."), None
     source = {"current": row.current, "update": row.update, "edit": result}[choice]
     value: Any = source
     if field.kind == "lines":
@@ -116,7 +122,7 @@ def _resolve(spec: families.FamilySpec, row: FieldRow, data: Any) -> tuple[Field
         value = source.strip()
     problem = families.field_problem(field, value)
     if problem is not None:
-        return FieldRow(**{**posted.__dict__, "error": problem}), None
+        return replace(posted, error=problem), None
     return posted, value
 
 
@@ -183,7 +189,6 @@ def candidate_merge(request: HttpRequest, pk: int) -> HttpResponse:
                     from_current=field.name in merged.from_theirs,
                 )
             )
-    status = 200
     if request.method == "POST":
         proposal = {name: value for name, value in merged.merged.items() if name in spec.field_names}
         resolved = []
@@ -193,12 +198,33 @@ def candidate_merge(request: HttpRequest, pk: int) -> HttpResponse:
                 if value is not None:
                     proposal[row.name] = value
             resolved.append(row)
-        rows = resolved
-        if not any(row.error for row in rows):
+        if not any(row.error for row in resolved):
             saved = _save(request, candidate, proposal, posted_version or 0, onto)
             if saved is not None:
                 return saved
-        status = 400
+        # Refused: back to the editor by GET (a reload never resubmits), with what was posted.
+        request.session[_stash_key(pk)] = {
+            "version": candidate.version,
+            "onto": onto,
+            "rows": {row.name: [row.choice, row.result, row.error] for row in resolved if row.conflict},
+        }
+        response = HttpResponseRedirect(with_qs(reverse("review:merge", args=[pk]), qs))
+        response.status_code = 303
+        return response
+    if not merged.conflicts:
+        messages.info(
+            request, f"Nothing conflicts with revision {onto} any more: rebase the candidate instead."
+        )
+        return HttpResponseRedirect(candidate_url(pk, qs))
+    stash = request.session.pop(_stash_key(pk), None)
+    if isinstance(stash, dict) and stash.get("version") == candidate.version and stash.get("onto") == onto:
+        posted = stash.get("rows") or {}
+        rows = [
+            replace(row, choice=posted[row.name][0], result=posted[row.name][1], error=posted[row.name][2])
+            if row.conflict and row.name in posted
+            else row
+            for row in rows
+        ]
     return render(
         request,
         "review/merge_editor.html",
@@ -213,7 +239,6 @@ def candidate_merge(request: HttpRequest, pk: int) -> HttpResponse:
             "filter_qs": qs,
             "can_review": True,
         },
-        status=status,
     )
 
 

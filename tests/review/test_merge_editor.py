@@ -111,9 +111,16 @@ def test_a_missing_choice_or_an_empty_edit_is_refused_and_writes_nothing(
     reviewer: User, fields: dict[str, str], message: str
 ) -> None:
     _, stale, _ = _conflicting(reviewer)
-    response = _post(client_for(reviewer), stale, **fields)
-    assert response.status_code == 400 and message in text_of(response)
+    client = client_for(reviewer)
+    response = _post(client, stale, **fields)
+    # POST/redirect/GET: back to the editor with the error and what was posted; nothing written.
+    assert response.status_code == 303 and response["Location"] == url("merge", stale) + "?family=experience"
     assert refresh(stale).version == 1
+    page = text_of(client.get(response["Location"]))
+    assert message in page and 'role="alert"' in page
+    if fields:
+        assert 'value="edit" checked' in page
+    assert message not in text_of(client.get(response["Location"]))  # shown once
 
 
 def test_a_head_that_moved_again_is_a_409_and_nothing_is_written(reviewer: User) -> None:
@@ -165,3 +172,14 @@ def test_a_candidate_without_a_conflict_to_resolve_goes_back_to_its_page(reviewe
     decided = approve(make_candidate(), reviewer)
     assert client_for(reviewer).get(url("merge", decided)).status_code == 409
     assert client_for(reviewer).get("/review/candidates/999999/merge/").status_code == 404
+
+
+def test_a_stale_update_that_merges_cleanly_is_sent_back_to_rebase(reviewer: User) -> None:
+    proposal = experience()
+    base = approve(make_candidate(proposal=proposal), reviewer)
+    approve(make_update_candidate(base, {**proposal, "outcome": "Revision two's outcome."}), reviewer)
+    stale = make_update_candidate(base, {**proposal, "lesson": "Only the lesson changes here."})
+    client = client_for(reviewer)
+    response = client.get(url("merge", stale))
+    assert response.status_code == 302 and response["Location"] == url("candidate", stale)
+    assert "rebase the candidate instead" in text_of(client.get(response["Location"]))
