@@ -177,8 +177,9 @@ def test_a_candidate_without_a_conflict_to_resolve_goes_back_to_its_page(reviewe
 def test_a_stale_update_that_merges_cleanly_is_sent_back_to_rebase(reviewer: User) -> None:
     proposal = experience()
     base = approve(make_candidate(proposal=proposal), reviewer)
-    approve(make_update_candidate(base, {**proposal, "outcome": "Revision two's outcome."}), reviewer)
+    first = make_update_candidate(base, {**proposal, "outcome": "Revision two's outcome."})
     stale = make_update_candidate(base, {**proposal, "lesson": "Only the lesson changes here."})
+    approve(first, reviewer)
     client = client_for(reviewer)
     response = client.get(url("merge", stale))
     assert response.status_code == 302 and response["Location"] == url("candidate", stale)
