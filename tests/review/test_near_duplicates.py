@@ -157,6 +157,9 @@ def test_only_the_later_copy_is_flagged_and_the_filter_lists_only_flagged_rows(r
     filtered = _queue(client, "?near=1")
     assert re.findall(r'<tr data-queue-row data-pk="(\d+)"', filtered) == [str(later.pk)]
     assert 'data-count="matching">1<' in filtered
+    assert f'href="{reverse("review:candidate", args=[later.pk])}?near=1"' in filtered  # the filter travels
+    refused = client.get(reverse("review:queue") + "?near=2")  # an unknown flag: a form error, not a 500
+    assert refused.status_code == 200 and "Flag:" in refused.content.decode()
 
 
 @pytest.mark.django_db
