@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from powercontext.core import families
 from review.models import Candidate
+from review.selectors import near_window, similar
 from review.selectors import queue as queue_selectors
 from review.selectors.queue import Sort
 
@@ -33,8 +34,10 @@ AGES: dict[str, tuple[str, str, timedelta]] = {
 
 ASSIGNED = {"me": "Assigned to me", "nobody": "Unassigned"}
 
+NEAR = {"1": "Near-duplicates (later copies)"}
+
 # The querystring keys the filter owns (kept when moving between queue and candidate pages).
-FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "others", "sort")
+FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "others", "near", "sort")
 
 
 class CandidateQueueFilter(django_filters.FilterSet):
@@ -62,6 +65,10 @@ class CandidateQueueFilter(django_filters.FilterSet):
     # Navigation only (Next, Previous, j/k, the page after a decision): see review.views.sharing.
     others = django_filters.BooleanFilter(
         method="filter_others", label="Show items others are on", widget=forms.CheckboxInput
+    )
+    # Last: it flags the rows the other filters left (``similar.near_duplicate_flags``).
+    near = django_filters.ChoiceFilter(
+        choices=list(NEAR.items()), method="filter_near", label="Flag", empty_label="Any flag"
     )
 
     class Meta:
@@ -104,6 +111,18 @@ class CandidateQueueFilter(django_filters.FilterSet):
 
     def filter_others(self, queryset: QuerySet[Candidate], name: str, value: bool) -> QuerySet[Candidate]:
         return queryset  # the queue lists every row and marks those others are on
+
+    def filter_near(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
+        """The later copies of near-duplicate pairs among the newest ``PENDING_SCAN`` pending
+        rows the other filters select (bounded work, as the queue's flag)."""
+        rows = list(
+            queryset.filter(status=Candidate.Status.PENDING)
+            .select_related("latest")
+            .defer("latest__proposal")
+            .order_by("-pk")[: near_window.PENDING_SCAN]
+        )
+        flags = similar.near_duplicate_flags(rows)
+        return queryset.filter(pk__in=[pk for pk, flag in flags.items() if flag is not None])
 
     @property
     def sort(self) -> Sort:

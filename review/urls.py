@@ -14,6 +14,7 @@ urlpatterns = [
     path("candidates/<int:pk>/reject/", views.candidate_reject, name="reject"),
     path("candidates/<int:pk>/rebase/", views.candidate_rebase, name="rebase"),
     path("candidates/<int:pk>/revise/", views.candidate_revise, name="revise"),
+    path("candidates/<int:pk>/merge/", views.candidate_merge, name="merge"),
     path("candidates/<int:pk>/claim/", views.candidate_claim, name="claim"),
     path("candidates/<int:pk>/unclaim/", views.candidate_unclaim, name="unclaim"),
     path("candidates/<int:pk>/reopen/", views.candidate_reopen, name="reopen"),

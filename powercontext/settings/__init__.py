@@ -238,6 +238,10 @@ POWERCONTEXT_REVIEW_FOUR_EYES = env_bool("POWERCONTEXT_REVIEW_FOUR_EYES", False)
 # Review Inbox: opening a candidate marks it "being reviewed by you" for this long (the open page
 # renews it); Next and j/k skip items another reviewer is viewing. Never blocks a decision.
 POWERCONTEXT_REVIEW_VIEWING_SECONDS = env_int("POWERCONTEXT_REVIEW_VIEWING_SECONDS", 120, minimum=10)
+# Near-duplicates (review/selectors/similar.py): the weighted similarity at or above which two
+# proposals of a scope are one. 0.4 is calibrated on powercontext/evaluation/data/near_duplicates.jsonl
+# (`manage.py eval_near_duplicates` reports precision and recall at it).
+POWERCONTEXT_NEAR_DUPLICATE_THRESHOLD = env_fraction("POWERCONTEXT_NEAR_DUPLICATE_THRESHOLD", 0.4)
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

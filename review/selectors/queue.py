@@ -22,7 +22,7 @@ from review.models import Candidate, CandidateVersion, ReviewDecision
 from review.selectors import counts
 from review.selectors.candidate import CandidateFacts, candidate_facts
 from review.selectors.counts import CappedCount
-from review.selectors.similar import near_duplicate_flags
+from review.selectors.similar import Similar, near_duplicate_flags
 from review.selectors.viewing import ViewingView, viewing_of
 
 PAGE_SIZE = 50
@@ -89,9 +89,9 @@ class QueueRow(CandidateFacts):
     stale: bool = False
     # Kinds of bidirectional / invisible characters in the proposal, reason or scope (textmarks).
     marks: tuple[str, ...] = ()
-    # A pending Experience with a near-duplicate in its scope (``similar.near_duplicate_flags``);
-    # None = not computed (other families, decided rows).
-    near_duplicate: bool | None = None
+    # A pending candidate that is the later copy of a near-duplicate pair: the earlier one
+    # (``similar.near_duplicate_flags``); None = no flag (or decided rows).
+    near_duplicate: Similar | None = None
     # Decided rows: who decided, when, and why (a rejection's reason).
     reviewer: str | None = None
     decided_at: datetime | None = None

@@ -1,48 +1,47 @@
-"""Near-duplicate Experiences: the approved heads and pending candidates of a scope that say the
-same thing as a proposal.
+"""Near-duplicate Experiences and Skills: the approved heads and pending candidates of a scope
+that say the same thing as a proposal, and which of two copies came later.
 
-One rule for the whole product: approved Experiences are found through the product's own ranked
-search (``search.search_experience``, the index prepare recalls from), pending ones by scanning
-the scope's newest pending candidates (they have no index rows); both are then scored by the
-Jaccard similarity of their analyzer terms over the family's searchable fields (for pending
-candidates from the bottom-k sketch stored with each version: exact up to ``SKETCH`` distinct
-terms, an estimate beyond). The pipeline's
-Phase 2 skips a proposal with any match at ``NEAR_DUPLICATE`` or above; the Inbox's candidate
-page lists the best matches with a one-click "Reject as duplicate of ...".
+One rule for the whole product (``near_window`` loads what is compared, ``nearness`` scores it):
+a pending candidate is compared with the scope's window (the newest pending candidates' stored
+term sketches and the newest approved heads; for Experiences also the product's ranked search,
+which finds an approved match beyond the window) by a weighted Jaccard similarity in which
+words common across the scope count for less. At or above ``near_window.threshold()`` the two
+are near-duplicates; of such a pair only the *later* one (approved heads come first, then by
+proposal time, then by id) is flagged, linked to the earlier. The pipeline's Phase 2 skips a
+proposal with any near-duplicate; the queue flags the later copies (and filters by the flag);
+the candidate page lists the best matches with a one-click "Reject as duplicate of ...".
 """
 
 from __future__ import annotations
 
-import hashlib
-import heapq
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db.models.functions import Length
+from django.db.models import Q
 
 from powercontext import search
 from powercontext.core import families
-from powercontext.core.recall import recallable_experience_heads
-from powercontext.search import analyzer
+from powercontext.core.models import ArtifactRevision
 from review.models import Candidate
+from review.selectors import near_window, nearness
+from review.selectors.near_window import APPROVED_BYTES, APPROVED_SCAN, PENDING_SCAN, Member, Order
+from review.selectors.nearness import SKETCH, sketch, terms
 
-NEAR_DUPLICATE = 0.8  # Jaccard similarity of analyzer terms at or above which two Experiences are one
-PENDING_SCAN = 500  # newest pending candidates of the scope compared (one query)
-APPROVED_SEARCH = 8  # ranked approved heads compared
-APPROVED_SCAN = 500  # newest approved heads of a queue page's scopes compared by the row flag
-APPROVED_BYTES = 1_000_000  # ... and at most this much of their searchable text read per page
-SKETCH = 256  # bottom-k hashes kept per term set: exact Jaccard up to this many distinct terms
+__all__ = ["APPROVED_BYTES", "APPROVED_SCAN", "PENDING_SCAN", "SKETCH", "sketch", "terms"]
+
+APPROVED_SEARCH = 8  # ranked approved Experience heads compared on the candidate page
 SHOWN = 5  # matches the candidate page lists
 SHOWN_FLOOR = 0.2  # below this similarity a match is not worth a reviewer's look
+NONE = -1  # a primary key no row has
 
 
 @dataclass(frozen=True)
 class Similar:
-    """One Experience similar to the proposal: an approved head (``artifact_id``/``revision``) or
-    a pending candidate (``candidate_pk``). For an approved head, ``candidate_pk`` is the
-    candidate whose approval wrote that revision, when it is known (its Inbox page)."""
+    """One Experience or Skill similar to the proposal: an approved head (``artifact_id``/
+    ``revision``) or a pending candidate (``candidate_pk``). For an approved head,
+    ``candidate_pk`` is the candidate whose approval wrote that revision, when it is known.
+    ``earlier``: it came before the proposal (so the proposal is the copy to flag)."""
 
     status: str  # "approved" or "pending"
     similarity: float
@@ -52,6 +51,8 @@ class Similar:
     candidate_pk: int | None = None
     candidate_id: str | None = None
     artifact_pk: int | None = None
+    earlier: bool = True
+    family: str = "experience"
 
     @property
     def percent(self) -> int:
@@ -59,12 +60,16 @@ class Similar:
 
     @property
     def near_duplicate(self) -> bool:
-        return self.similarity >= NEAR_DUPLICATE
+        return self.similarity >= near_window.threshold()
+
+    @property
+    def short(self) -> str:
+        return str(self.artifact_id) if self.status == "approved" else f"#{self.candidate_pk}"
 
     @property
     def label(self) -> str:
         if self.status == "approved":
-            return f"approved Experience {self.artifact_id} (revision {self.revision})"
+            return f"approved {self.family.capitalize()} {self.artifact_id} (revision {self.revision})"
         return f"pending candidate #{self.candidate_pk} ({self.candidate_id})"
 
     @property
@@ -73,62 +78,86 @@ class Similar:
         return f"Duplicate of {self.label}."
 
 
-def terms(proposal: Any) -> set[str]:
-    """Analyzer terms of an Experience proposal's searchable fields (empty if it has none)."""
-    try:
-        values = families.EXPERIENCE.searchable_values(proposal)
-    except (KeyError, TypeError):
-        return set()
-    return set(analyzer.searchable_text(values).split())
-
-
-def _term_hash(term: str) -> int:
-    # Stable across processes (the sketch is stored), 56 bits: a JSON and database integer.
-    return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=7).digest(), "big")
-
-
-def sketch(found: Iterable[str]) -> list[int]:
-    """The ``SKETCH`` smallest hashes of a term set, ascending (a bottom-k MinHash sketch)."""
-    return heapq.nsmallest(SKETCH, {_term_hash(term) for term in found})
-
-
-def sketch_similarity(a: Sequence[int], a_count: int, b: Sequence[int], b_count: int) -> float:
-    """Jaccard similarity of two term sets from their sketches (ascending): exact when both hold
-    at most ``SKETCH`` distinct terms (the sketch is then the whole set), else estimated over the
-    hashes below the smaller of the two sketches' largest (at least ``SKETCH`` of the union's
-    smallest hashes; the standard error is about 2.5 points at 0.8)."""
-    if not a or not b:
-        return 0.0
-    return _similarity(frozenset(a), a[-1], a_count, frozenset(b), b[-1], b_count)
-
-
-def _similarity(
-    mine: frozenset[int], my_top: int, my_count: int, theirs: frozenset[int], their_top: int, their_count: int
-) -> float:
-    both = mine & theirs
-    if my_count <= SKETCH and their_count <= SKETCH:
-        return len(both) / (len(mine) + len(theirs) - len(both))
-    limit = min(my_top, their_top)
-    shared = sum(1 for value in both if value <= limit)
-    seen = sum(1 for value in mine if value <= limit) + sum(1 for value in theirs if value <= limit) - shared
-    return shared / seen
-
-
 def forget_digests() -> None:
-    """Nothing to forget any more: pending versions are compared by the sketches stored with
-    them, not by a per-process cache of analyzed proposals. Kept for the callers that empty it
-    before measuring (tests, ``bench_review_queue``)."""
+    """Nothing to forget: pending versions are compared by the sketches stored with them. Kept
+    for the callers that empty it before measuring (tests, ``bench_review_queue``)."""
 
 
 def similarity(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
-    """Jaccard similarity of two term sets (0 when either is empty)."""
+    """Plain Jaccard similarity of two term sets (0 when either is empty)."""
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def _title(proposal: Any) -> str:
-    text = proposal.get(families.EXPERIENCE.title_field, "") if isinstance(proposal, dict) else ""
+def sketch_similarity(a: Sequence[int], a_count: int, b: Sequence[int], b_count: int) -> float:
+    """Unweighted similarity of two stored sketches (exact up to ``SKETCH`` terms each)."""
+    weights = nearness.Weights.uniform()
+    return nearness.score(
+        nearness.sketched(a, a_count, weights), nearness.sketched(b, b_count, weights), weights
+    )
+
+
+def _title(family: str, proposal: Any) -> str:
+    spec = families.PROPOSAL_FAMILIES.get(family)
+    text = proposal.get(spec.title_field, "") if spec and isinstance(proposal, dict) else ""
     line = next((part.strip() for part in str(text).splitlines() if part.strip()), "")
     return line if len(line) <= 160 else line[:159].rstrip() + "…"
+
+
+def _as_similar(member: Member, score: float, family: str, order: Order | None) -> Similar:
+    return Similar(
+        status=member.status,
+        similarity=score,
+        title=member.title,
+        artifact_id=member.artifact_id,
+        revision=member.revision,
+        candidate_pk=member.pk,
+        candidate_id=member.candidate_id,
+        artifact_pk=member.artifact_pk,
+        earlier=order is None or near_window.earlier(member.order, order),
+        family=family,
+    )
+
+
+def similar_proposals(
+    *,
+    family: str,
+    scope_id: str,
+    proposal: Mapping[str, Any],
+    exclude_candidate: int | None = None,
+    exclude_artifacts: Iterable[str] = (),
+    order: Order | None = None,
+) -> list[Similar]:
+    """Every compared proposal of the scope's window with its similarity to ``proposal``, most
+    similar first (ties: approved first, then oldest). ``order``: the proposal's own place (a
+    pending candidate's), None for a new proposal (everything compared came earlier)."""
+    mine = terms(proposal, family)
+    if not mine:
+        return []
+    skip = set(exclude_artifacts)
+    extra: list[tuple[str, str, Member]] = []
+    if family == Candidate.Family.EXPERIENCE:
+        query = " ".join(families.EXPERIENCE.searchable_values(proposal))
+        for hit in search.search_experience(scope_id, query, APPROVED_SEARCH):
+            content = hit.content.as_mapping()
+            member = near_window.approved_member(
+                hit.key, hit.artifact_ref.artifact_id, hit.artifact_ref.revision, terms(content, family)
+            )
+            member.title = _title(family, content)
+            extra.append((family, scope_id, member))
+    own = Member("pending", order or (2, None, 0), sketch(mine), len(mine), pk=exclude_candidate or 0)
+    extra.append((family, scope_id, own))
+    window = near_window.windows((family,), [scope_id], extra)[family, scope_id]
+    mine_sketched = window.sketch_of(own.hashes, own.count)
+    found = [
+        _as_similar(m, nearness.score(mine_sketched, m.sketch, window.weights), family, order)
+        for m in window.members
+        if m is not own
+        and m.sketch is not None
+        and (m.pk is None or m.pk != exclude_candidate)
+        and m.artifact_id not in skip
+    ]
+    found.sort(key=lambda s: (-s.similarity, s.status != "approved", s.candidate_pk or 0))
+    return found
 
 
 def similar_experiences(
@@ -138,175 +167,143 @@ def similar_experiences(
     exclude_candidate: int | None = None,
     exclude_artifacts: Iterable[str] = (),
 ) -> list[Similar]:
-    """Every compared Experience with its similarity to ``proposal``, most similar first (ties:
-    approved first, then oldest). Two queries: the ranked search and the pending scan, which
-    reads each pending version's stored term sketch, never its proposal; pending matches carry
-    no title (``candidate_similar`` reads the titles of those it shows)."""
-    mine = terms(proposal)
-    if not mine:
-        return []
-    skip = set(exclude_artifacts)
-    query = " ".join(families.EXPERIENCE.searchable_values(proposal))
-    found: list[Similar] = []
-    for hit in search.search_experience(scope_id, query, APPROVED_SEARCH):
-        if hit.artifact_ref.artifact_id in skip:
-            continue
-        content = hit.content.as_mapping()
-        found.append(
-            Similar(
-                status="approved",
-                similarity=similarity(mine, terms(content)),
-                title=_title(content),
-                artifact_id=hit.artifact_ref.artifact_id,
-                revision=hit.artifact_ref.revision,
-                artifact_pk=hit.key,
-            )
-        )
-    pending = Candidate.objects.filter(
-        scope_id=scope_id, family=Candidate.Family.EXPERIENCE, status=Candidate.Status.PENDING
+    """``similar_proposals`` for an Experience (a new proposal: everything came earlier)."""
+    return similar_proposals(
+        family=Candidate.Family.EXPERIENCE,
+        scope_id=scope_id,
+        proposal=proposal,
+        exclude_candidate=exclude_candidate,
+        exclude_artifacts=exclude_artifacts,
     )
-    if exclude_candidate is not None:
-        pending = pending.exclude(pk=exclude_candidate)
-    # Pending ones by their stored term sketches (never their proposals: bounded work whatever
-    # the queue holds); titles are read for the ones a page shows (``candidate_similar``).
-    rows = list(
-        pending.filter(latest__terms_sketch__isnull=False)
-        .order_by("-pk")
-        .values_list("pk", "candidate_id", "latest__terms_sketch", "latest__terms_count")[:PENDING_SCAN]
-    )
-    my_sketch, my_count = sketch(mine), len(mine)
-    for pk, candidate_id, hashes, count in rows:
-        found.append(
-            Similar(
-                status="pending",
-                similarity=sketch_similarity(my_sketch, my_count, hashes or [], count or 0),
-                title="",
-                candidate_pk=pk,
-                candidate_id=candidate_id,
-            )
-        )
-    found.sort(key=lambda s: (-s.similarity, s.status != "approved", s.candidate_pk or 0))
-    return found
 
 
-def is_near_duplicate(scope_id: str, proposal: Mapping[str, Any]) -> bool:
-    """Whether an approved or pending Experience of the scope says the same thing as
-    ``proposal`` (similarity at or above ``NEAR_DUPLICATE``)."""
-    return any(s.near_duplicate for s in similar_experiences(scope_id=scope_id, proposal=proposal))
+def is_near_duplicate(scope_id: str, proposal: Mapping[str, Any], family: str = "experience") -> bool:
+    """Whether an approved or pending proposal of the scope says the same thing as ``proposal``
+    (a new proposal: any near-duplicate came earlier)."""
+    found = similar_proposals(family=family, scope_id=scope_id, proposal=proposal)
+    return any(s.near_duplicate for s in found)
 
 
-def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> list[Similar]:
-    """The Experiences most similar to a pending Experience candidate's current version (at most
-    ``limit``, at least ``SHOWN_FLOOR`` similar), excluding itself and its own target; approved
-    ones carry the candidate whose approval wrote them. At most four queries and bounded work,
-    whatever the size of the scope (the pending scan reads stored sketches); nothing for a Skill
-    or a decided candidate."""
+def _with_titles(family: str, shown: list[Similar]) -> list[Similar]:
+    """Titles for the shown pending candidates and approved heads that have none, and the
+    candidate whose approval wrote each shown approved revision: always three queries (the
+    ``NONE`` key matches no row), so the page costs the same whatever it shows."""
+    pending_pks = [s.candidate_pk for s in shown if s.status == "pending" and s.candidate_pk is not None]
+    rows = Candidate.objects.filter(pk__in=[*pending_pks, NONE]).values_list("pk", "latest__proposal")
+    titles: dict[Any, str] = {("pending", pk): _title(family, proposal) for pk, proposal in rows}
+    match = Q(pk=NONE)
+    for s in shown:
+        if s.status == "approved" and not s.title:
+            match |= Q(head_id=s.artifact_pk, revision=s.revision)
+    revisions = ArtifactRevision.objects.filter(match).values_list("head_id", "revision", "content")
+    titles.update({("approved", head, rev): _title(family, content) for head, rev, content in revisions})
+    heads = [s.artifact_pk for s in shown if s.artifact_pk is not None]
+    approvers: dict[tuple[int | None, int | None], int] = {
+        (head, revision): pk
+        for head, revision, pk in Candidate.objects.filter(
+            result_head_id__in=[*heads, NONE], status=Candidate.Status.APPROVED
+        ).values_list("result_head_id", "result_revision", "pk")
+    }
+    out = []
+    for s in shown:
+        if s.status == "pending":
+            out.append(replace(s, title=titles.get(("pending", s.candidate_pk), "")))
+        else:
+            title = s.title or titles.get(("approved", s.artifact_pk, s.revision), "")
+            out.append(replace(s, title=title, candidate_pk=approvers.get((s.artifact_pk, s.revision))))
+    return out
+
+
+class SimilarList(list[Similar]):
+    """The candidate page's matches, most similar first, with the one it is a later copy of."""
+
+    @property
+    def duplicate_of(self) -> Similar | None:
+        return duplicate_of(self)
+
+
+def candidate_similar(candidate: Candidate, *, limit: int = SHOWN) -> SimilarList:
+    """The proposals most similar to a pending candidate's current version (at most ``limit``,
+    at least ``SHOWN_FLOOR`` similar), excluding itself and its own target; each says whether it
+    came earlier. A fixed number of queries and bounded work, whatever the size of the scope;
+    nothing for a decided candidate."""
     latest = candidate.latest
     if (
-        candidate.family != Candidate.Family.EXPERIENCE
-        or candidate.status != Candidate.Status.PENDING
+        candidate.status != Candidate.Status.PENDING
         or latest is None
         or not isinstance(latest.proposal, dict)
     ):
-        return []
+        return SimilarList()
     target = latest.target.get("artifact_id") if isinstance(latest.target, dict) else None
-    found = similar_experiences(
+    found = similar_proposals(
+        family=candidate.family,
         scope_id=candidate.scope_id,
         proposal=latest.proposal,
         exclude_candidate=candidate.pk,
         exclude_artifacts=[target] if target else [],
+        order=near_window.pending_order(candidate.created_at, candidate.pk),
     )
     shown = [s for s in found if s.similarity >= SHOWN_FLOOR][:limit]
-    pending_pks = [s.candidate_pk for s in shown if s.status == "pending" and s.candidate_pk is not None]
-    if pending_pks:
-        titles = {
-            pk: _title(proposal)
-            for pk, proposal in Candidate.objects.filter(pk__in=pending_pks).values_list(
-                "pk", "latest__proposal"
-            )
-        }
-        shown = [
-            replace(s, title=titles.get(s.candidate_pk or 0, "")) if s.status == "pending" else s
-            for s in shown
-        ]
-    heads = [s.artifact_pk for s in shown if s.artifact_pk is not None]
-    if not heads:
-        return shown
-    approvers: dict[tuple[int | None, int | None], int] = {
-        (head, revision): pk
-        for head, revision, pk in Candidate.objects.filter(
-            result_head_id__in=heads, status=Candidate.Status.APPROVED
-        ).values_list("result_head_id", "result_revision", "pk")
-    }
-    return [
-        replace(s, candidate_pk=approvers.get((s.artifact_pk, s.revision))) if s.status == "approved" else s
-        for s in shown
-    ]
+    return SimilarList(_with_titles(candidate.family, shown))
 
 
-def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, bool]:
-    """The queue's row flag: for each pending Experience candidate of one page (``latest``
-    selected), whether a pending candidate or an approved Experience of its scope is a near-
-    duplicate of it (its own target excluded).
+def duplicate_of(similar: Sequence[Similar]) -> Similar | None:
+    """The earlier near-duplicate a candidate is the later copy of (the most similar), if any."""
+    return next((s for s in similar if s.near_duplicate and s.earlier), None)
 
-    The same rule as ``similar_experiences`` with the search replaced by a bounded scan, so the
-    page does bounded work whatever the queue holds (issue 20, N2): a fixed number of queries,
-    the term sketches written with each version (``CandidateVersion.terms_sketch``: at most
-    ``SKETCH`` integers each, never the proposals) of the newest ``PENDING_SCAN`` pending
-    Experiences, and the searchable text of at most ``APPROVED_SCAN`` approved heads and
-    ``APPROVED_BYTES`` characters. A match outside those windows goes unflagged (the candidate
-    page searches the whole scope)."""
+
+def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, Similar | None]:
+    """The queue's row flag: for each pending Experience or Skill candidate of one page
+    (``latest`` selected), the earlier near-duplicate it is the later copy of (the most
+    similar; None when it has none: it is no copy, or it is the earlier of its pair). Its own
+    target is excluded. A fixed number of queries per family (``near_window``); a match outside
+    the window goes unflagged (the candidate page also searches approved Experiences)."""
     page = [
         c
         for c in candidates
-        if c.family == Candidate.Family.EXPERIENCE and c.status == Candidate.Status.PENDING and c.latest_id
+        if c.family in near_window.FAMILIES and c.status == Candidate.Status.PENDING and c.latest_id
     ]
     if not page:
         return {}
-    scopes = sorted({c.scope_id for c in page})
-    others: defaultdict[str, list[tuple[int | str, frozenset[int], int, int]]] = defaultdict(list)
-    pending = (
-        Candidate.objects.filter(
-            scope_id__in=scopes,
-            family=Candidate.Family.EXPERIENCE,
-            status=Candidate.Status.PENDING,
-            latest__terms_sketch__isnull=False,
-        )
-        .order_by("-pk")
-        .values_list("pk", "scope_id", "latest__terms_sketch", "latest__terms_count")[:PENDING_SCAN]
-    )
-    for pk, scope_id, hashes, count in pending:
-        if hashes:
-            others[scope_id].append((pk, frozenset(hashes), max(hashes), count or 0))
-    heads = recallable_experience_heads().filter(scope_id__in=scopes)
-    sizes = heads.annotate(size=Length("searchable_text")).order_by("-pk").values_list("pk", "size")
-    chosen: list[int] = []
-    spent = 0
-    for head_pk, size in sizes[:APPROVED_SCAN]:
-        spent += size or 0
-        if spent > APPROVED_BYTES:
-            break
-        chosen.append(head_pk)
-    for scope_id, artifact_id, text in heads.filter(pk__in=chosen).values_list(
-        "scope_id", "artifact_id", "searchable_text"
-    ):
-        found = set(text.split())
-        if found:
-            hashes = sketch(found)
-            others[scope_id].append((artifact_id, frozenset(hashes), hashes[-1], len(found)))
-    flags: dict[int, bool] = {}
+    limit = near_window.threshold()
+    extra = [(c.family, c.scope_id, _member_of(c)) for c in page]
+    found = near_window.windows(near_window.FAMILIES, [c.scope_id for c in page], extra)
+    flags: dict[int, Similar | None] = {}
     for candidate in page:
-        latest = candidate.latest
-        hashes = (latest.terms_sketch if latest is not None else None) or []
-        count = (latest.terms_count if latest is not None else None) or 0
-        target = latest.target.get("artifact_id") if latest and isinstance(latest.target, dict) else None
-        # Jaccard >= t needs the smaller set to hold at least t of the larger: sizes first.
-        low, high = count * NEAR_DUPLICATE, count / NEAR_DUPLICATE
-        mine, top = frozenset(hashes), max(hashes, default=0)
-        flags[candidate.pk] = bool(hashes) and any(
-            low <= their_count <= high
-            and key not in (candidate.pk, target)
-            and _similarity(mine, top, count, theirs, their_top, their_count) >= NEAR_DUPLICATE
-            for key, theirs, their_top, their_count in others[candidate.scope_id]
-        )
+        window = found.get((candidate.family, candidate.scope_id))
+        flags[candidate.pk] = _flag(candidate, window, limit, candidate.family) if window else None
     return flags
+
+
+def _member_of(candidate: Candidate) -> Member:
+    latest = candidate.latest
+    hashes = (latest.terms_sketch if latest is not None else None) or []
+    count = (latest.terms_count if latest is not None else None) or 0
+    order = near_window.pending_order(candidate.created_at, candidate.pk)
+    return Member("pending", order, list(hashes), count, pk=candidate.pk, candidate_id=candidate.candidate_id)
+
+
+def _flag(candidate: Candidate, window: near_window.Window, limit: float, family: str) -> Similar | None:
+    me = window.index.get(candidate.pk)
+    if me is None or me.sketch is None:
+        return None
+    latest = candidate.latest
+    target = latest.target.get("artifact_id") if latest and isinstance(latest.target, dict) else None
+    best: tuple[float, Member] | None = None
+    for other in window.members:
+        if other is me or other.sketch is None or (target and other.artifact_id == target):
+            continue
+        if not near_window.earlier(other.order, me.order) or not nearness.may_reach(
+            me.sketch, other.sketch, limit
+        ):
+            continue
+        value = nearness.score(me.sketch, other.sketch, window.weights)
+        if value < limit:
+            continue
+        if (
+            best is None
+            or value > best[0]
+            or (value == best[0] and near_window.earlier(other.order, best[1].order))
+        ):
+            best = (value, other)
+    return _as_similar(best[1], best[0], family, me.order) if best else None

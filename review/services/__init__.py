@@ -50,10 +50,8 @@ from review.services.submission import check_evidence, exact_ref, invalid
 def _write_version(
     candidate: Candidate, version: int, submission: Submission, user: User | None
 ) -> CandidateVersion:
-    summary: dict[str, Any] = {}
-    if candidate.family == Candidate.Family.EXPERIENCE:
-        found = similar.terms(submission.proposal)
-        summary = {"terms_sketch": similar.sketch(found), "terms_count": len(found)}
+    found = similar.terms(submission.proposal, candidate.family)
+    summary = {"terms_sketch": similar.sketch(found), "terms_count": len(found)}
     return CandidateVersion.objects.create(
         candidate=candidate,
         version=version,

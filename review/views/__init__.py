@@ -19,6 +19,7 @@ from review.views.candidate import (
     candidate_revise,
 )
 from review.views.claims import candidate_claim, candidate_unclaim
+from review.views.conflict import candidate_merge
 from review.views.listing import queue, queue_bulk
 from review.views.reversal import candidate_reopen, candidate_retire, candidate_revert
 from review.views.sharing import candidate_next, candidate_previous, candidate_viewing
@@ -29,6 +30,7 @@ __all__ = [
     "candidate_claim",
     "candidate_detail",
     "candidate_history",
+    "candidate_merge",
     "candidate_next",
     "candidate_previous",
     "candidate_rebase",

@@ -11,7 +11,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -265,13 +264,11 @@ def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(
             request,
             f"Not rebased: the update and revision {onto} both changed {fields}, differently. "
-            f"Edit the proposal below so it keeps what revision {onto} added; saving it targets "
-            f"revision {onto}, and you review its diff before approving.",
+            f"Choose per field what to keep below; saving targets revision {onto}, and you review "
+            "its diff against that revision before approving.",
             extra_tags="merge-conflict",
         )
-        query = urlencode({"onto": onto, "conflicts": fields})
-        url = reverse("review:revise", args=[pk]) + "?" + query
-        return HttpResponseRedirect(url + ("&" + qs if qs else ""))
+        return HttpResponseRedirect(with_qs(reverse("review:merge", args=[pk]), qs))
     except CONFLICTS as exc:
         return _conflict(request, pk, exc, action="rebase", expected_version=expected)
     except InvalidRequest as exc:

@@ -780,10 +780,10 @@ def test_the_queue_costs_the_same_queries_for_10_and_200_candidates(reviewer: Us
     assert _queries(client, url("queue") + f"?after={Candidate.objects.order_by('pk')[60].pk}") == small
     # Session, user, permissions (2), two capped family counts, the capped matching count, the
     # page (one query per family; one in all with a family filter), the canned reasons, the
-    # scope suggestions and, for the pending Experiences' near-duplicate flag, the pending scan
-    # (stored term sketches) and the approved heads' sizes (their text is read only when some
-    # exist: none here).
-    assert small == 13, small
+    # scope suggestions and, for the near-duplicate flag, the pending scan (stored term
+    # sketches, Experiences and Skills in one), the approved Experience heads' sizes (their
+    # content is read only when some exist: none here) and the approved Skills.
+    assert small == 14, small
     assert _queries(client, url("queue") + "?family=skill") == 10
 
 
@@ -1020,15 +1020,15 @@ def test_a_rebase_retargets_to_the_current_head_and_then_approves(reviewer: User
     assert content["lesson"] == "The stale proposal <lesson>."
 
 
-def test_a_conflicting_rebase_is_refused_and_sends_the_reviewer_to_revise(reviewer: User) -> None:
+def test_a_conflicting_rebase_is_refused_and_revise_can_still_retarget(reviewer: User) -> None:
     moved, stale = _stale_update(reviewer, conflicting=True)
     client = client_for(reviewer)
     response = client.post(url("rebase", stale), {"expected_version": 1, "revision": 2})
     assert response.status_code == 302
-    assert response["Location"].startswith(url("revise", stale) + "?")
+    assert response["Location"] == url("merge", stale)  # the conflict editor: test_merge_editor.py
     assert refresh(stale).version == 1  # nothing was written
-    body = text_of(client.get(response["Location"]))
-    assert "Not rebased" in body and "both changed outcome" in body
+    assert "both changed outcome" in text_of(client.get(response["Location"]))
+    body = text_of(client.get(url("revise", stale) + "?onto=2&conflicts=outcome"))
     assert "Merge conflict with revision 2" in body and "<b>outcome</b>" in body
     assert "<b>lesson</b>" not in body  # only the conflicting field is named
     assert "A different outcome." in body  # pre-filled with the update's proposal

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from review.models import Candidate, ReviewDecision
-from review.selectors import similar
+from review.selectors import near_window, similar
 from tests.review.conftest import approve, experience, make_candidate, revise, skill
 
 pytestmark = pytest.mark.django_db
@@ -75,12 +75,15 @@ def test_the_page_lists_approved_and_pending_near_duplicates_of_its_scope_only(r
     assert f"Reject as duplicate of #{pending.pk}" in page
 
 
-def test_nothing_similar_says_so_and_skills_and_decided_candidates_have_no_card(reviewer: User) -> None:
+def test_nothing_similar_says_so_skills_have_their_own_card_and_decided_candidates_none(
+    reviewer: User,
+) -> None:
     make_candidate(proposal=dict(TLS))
     lonely = make_candidate(proposal=dict(VACUUM))
     client = client_for(reviewer)
     assert "shares enough words" in page_of(client, lonely)
-    assert "Similar Experiences" not in page_of(client, make_candidate(family="skill"))
+    skill_page = page_of(client, make_candidate(family="skill"))
+    assert "Similar Skills" in skill_page and "Similar Experiences" not in skill_page
     assert "Similar Experiences" not in page_of(
         client, approve(make_candidate(proposal=dict(TLS_AGAIN)), reviewer)
     )
@@ -191,24 +194,25 @@ def test_a_revised_pending_candidate_is_compared_by_its_new_version(reviewer: Us
     assert similar_items(page_of(client, mine)) == []
 
 
-def _flags(client: Client) -> dict[int, bool]:
-    response = client.get(reverse("review:queue"))
+def _flags(client: Client, query: str = "") -> dict[int, str | None]:
+    """Each queue row's near-duplicate flag: the earlier copy it names, or None."""
+    response = client.get(reverse("review:queue") + query)
     assert response.status_code == 200
     rows = re.findall(r'<tr data-queue-row data-pk="(\d+)".*?</tr>', response.content.decode(), re.S)
     blocks = re.split(r'(?=<tr data-queue-row data-pk=")', response.content.decode())
-    out = {
-        int(m.group(1)): 'data-flag="near-duplicate"' in block
-        for block in blocks
-        if (m := re.match(r'<tr data-queue-row data-pk="(\d+)"', block))
-    }
+    out = {}
+    for block in blocks:
+        if m := re.match(r'<tr data-queue-row data-pk="(\d+)"', block):
+            flag = re.search(r'data-flag="near-duplicate" data-duplicate-of="([^"]+)"', block)
+            out[int(m.group(1))] = flag.group(1) if flag else None
     assert sorted(out) == sorted(int(r) for r in rows)
     return out
 
 
-def test_the_queue_flags_pending_experiences_that_have_a_near_duplicate(reviewer: User) -> None:
-    """The queue's row flag follows the same rule as the card: a pending or approved Experience
-    of the same scope at 80 % shared words; other scopes, unrelated text, an update's own target
-    and Skills never flag."""
+def test_the_queue_flags_only_the_later_copy_of_a_near_duplicate_pair(reviewer: User) -> None:
+    """The queue's row flag follows the same rule as the card, and only the later copy of a
+    pair carries it, naming the earlier (an approved Experience always came first); other
+    scopes, unrelated text, an update's own target and an unrelated Skill never flag."""
     approved = approve(make_candidate("approved-scope", proposal=dict(TLS)), reviewer)
     against_approved = make_candidate("approved-scope", proposal=dict(TLS_AGAIN))
     twin_a = make_candidate("twins", proposal=dict(VACUUM))
@@ -224,13 +228,13 @@ def test_the_queue_flags_pending_experiences_that_have_a_near_duplicate(reviewer
     flags = _flags(client_for(reviewer))
 
     assert flags == {
-        against_approved.pk: True,
-        twin_a.pk: True,
-        twin_b.pk: True,
-        unrelated.pk: False,
-        lonely.pk: False,
-        own_target.pk: False,
-        a_skill.pk: False,
+        against_approved.pk: approved.result_head.artifact_id,
+        twin_a.pk: None,
+        twin_b.pk: f"#{twin_a.pk}",
+        unrelated.pk: None,
+        lonely.pk: None,
+        own_target.pk: None,
+        a_skill.pk: None,
     }
 
 
@@ -268,7 +272,9 @@ def test_the_queue_flag_never_reads_a_proposal_outside_the_page(reviewer: User) 
     with CaptureQueriesContext(connection) as queries:
         flags = similar.near_duplicate_flags(page)
 
-    assert all(flags.values()) and len(flags) == 5
+    # The first of the identical copies is the original; every later one names it.
+    assert len(flags) == 5 and flags[page[0].pk] is None
+    assert all(flag is not None and flag.candidate_pk == page[0].pk for flag in list(flags.values())[1:])
     assert not [q["sql"] for q in queries if '"proposal"' in q["sql"]]
 
 
@@ -276,11 +282,12 @@ def test_the_approved_scan_stops_at_its_byte_budget(reviewer: User, monkeypatch:
     approve(make_candidate("budget", proposal=dict(TLS)), reviewer)
     again = make_candidate("budget", proposal=dict(TLS_AGAIN))
     page = list(Candidate.objects.filter(pk=again.pk).select_related("latest"))
-    assert similar.near_duplicate_flags(page) == {again.pk: True}
+    flag = similar.near_duplicate_flags(page)[again.pk]
+    assert flag is not None and flag.status == "approved"
 
-    monkeypatch.setattr(similar, "APPROVED_BYTES", 10)
+    monkeypatch.setattr(near_window, "APPROVED_BYTES", 10)
 
-    assert similar.near_duplicate_flags(page) == {again.pk: False}
+    assert similar.near_duplicate_flags(page) == {again.pk: None}
 
 
 def test_sketches_give_exact_jaccard_for_small_sets_and_close_estimates_for_large_ones() -> None:

@@ -208,6 +208,15 @@
     boxes.forEach(function (b) { b.checked = on; });
     refresh();
   });
+  // "Select flagged": the rows flagged as a later near-duplicate copy (_select_flagged.html).
+  var flaggedButton = bulk.querySelector("[data-select-flagged]");
+  var flagged = boxes.filter(function (b) { return b.closest("tr").querySelector('[data-flag="near-duplicate"]'); });
+  if (flaggedButton) {
+    flaggedButton.disabled = !flagged.length;
+    flaggedButton.addEventListener("click", function () {
+      flagged.forEach(function (b) { if (!b.checked) { b.click(); } });
+    });
+  }
   document.addEventListener("keydown", function (event) {
     if (event.key !== "x" || event.ctrlKey || event.metaKey || event.altKey || typing(event.target) || !shortcutsOn()) { return; }
     var row = document.querySelector("tr[data-queue-row].selected");
