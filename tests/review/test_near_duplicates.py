@@ -198,7 +198,7 @@ def test_the_migration_refills_every_versions_sketch_skills_included() -> None:
 
     from review.models import CandidateVersion
 
-    refill = importlib.import_module("review.migrations.0010_near_duplicate_terms").refill
+    refill = importlib.import_module("review.migrations.0008_near_duplicate_terms").refill
     made = [make_candidate("m", family="skill", proposal=skill()), make_candidate("m")]
     CandidateVersion.objects.update(terms_sketch=None, terms_count=None)
     refill(apps, None)

@@ -25,7 +25,7 @@ def refill(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("review", "0006_review_action"),
+        ("review", "0007_candidate_viewing"),
     ]
 
     operations = [migrations.RunPython(refill, migrations.RunPython.noop)]
