@@ -10,8 +10,8 @@ from django import forms
 
 from powercontext.core import families
 from powercontext.core.exceptions import InvalidRequest
+from review.selectors.bulk import BULK_MAX
 from review.selectors.candidate import VersionView
-from review.selectors.queue import BULK_MAX
 from review.services import Submission, retargeted_refs
 
 REASON_MAX = 2000

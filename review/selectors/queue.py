@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import Case, Count, IntegerField, Q, QuerySet, Subquery, Sum, Value, When
 from django.db.models.functions import Coalesce
 
 from powercontext.core import families
 from powercontext.core.models import Artifact
 from review import textmarks
-from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.models import Candidate, ReviewDecision
 from review.selectors import counts
 from review.selectors.candidate import CandidateFacts, candidate_facts
 from review.selectors.counts import CappedCount
@@ -129,19 +129,19 @@ def _titles(family: str, proposal: dict[str, Any]) -> tuple[str, str]:
     return _first_line(proposal.get(spec.title_field, "")), _first_line(proposal.get(spec.subtitle_field, ""))
 
 
-def _texts(value: Any) -> list[str]:
+def proposal_texts(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):
-        return [text for item in value for text in _texts(item)]
+        return [text for item in value for text in proposal_texts(item)]
     if isinstance(value, dict):
-        return [text for item in value.values() for text in _texts(item)]
+        return [text for item in value.values() for text in proposal_texts(item)]
     return []
 
 
 def _marks(candidate: Candidate, proposal: dict[str, Any]) -> tuple[str, ...]:
     latest = candidate.latest
-    texts = [candidate.scope_id, *_texts(proposal), (latest.reason or "") if latest else ""]
+    texts = [candidate.scope_id, *proposal_texts(proposal), (latest.reason or "") if latest else ""]
     return tuple(sorted(textmarks.kinds_in("\n".join(texts))))
 
 
@@ -340,62 +340,3 @@ def neighbour(
     condition = _past(sort, pk, forward=forward)
     found = _first_rows(rows.only("pk"), condition, sort, 1, split, reverse=not forward)
     return found[0].pk if found else None
-
-
-# --- bulk selection -------------------------------------------------------------------------
-
-BULK_MAX = 200
-
-
-def matching_items(
-    rows: QuerySet[Candidate], *, seen: datetime, limit: int = BULK_MAX
-) -> list[tuple[int, int]]:
-    """``(pk, version)`` of the pending ``rows`` as a reviewer saw them at ``seen`` ("select all
-    N matching"), oldest first, at most ``limit``: each candidate's newest version written by
-    then, so a candidate revised since is a conflict when decided, and one proposed since is not
-    included. One query."""
-    seen_version = (
-        CandidateVersion.objects.filter(candidate=OuterRef("pk"), created_at__lte=seen)
-        .order_by("-version")
-        .values("version")[:1]
-    )
-    found = (
-        rows.filter(status=Candidate.Status.PENDING, created_at__lte=seen)
-        .annotate(seen_version=Subquery(seen_version))
-        .filter(seen_version__isnull=False)
-        .order_by("pk")
-        .values_list("pk", "seen_version")[:limit]
-    )
-    return [(pk, version) for pk, version in found]
-
-
-# The estimated Markdown work (review.markdown.cost, microseconds) one bulk approval may spend
-# checking for hidden text; items past it are left for their own pages, so the request stays
-# bounded whatever the proposals hold.
-BULK_MARKDOWN_BUDGET = 2_000_000
-
-
-def flagged_items(items: list[tuple[int, int]]) -> set[tuple[int, int]]:
-    """The ``(pk, version)`` items whose version a reviewer must read on its own page: its
-    proposal, reason or scope holds marked characters, or a proposal field's formatted view hides
-    text (``review.markdown.hidden_text``), or checking it would pass ``BULK_MARKDOWN_BUDGET``.
-    Bulk approval leaves them out, as the candidate page warns about them. One query."""
-    from review.markdown import cost, hidden_text
-
-    wanted = set(items)
-    budget = BULK_MARKDOWN_BUDGET
-    rows = CandidateVersion.objects.filter(candidate_id__in={pk for pk, _ in wanted}).values_list(
-        "candidate_id", "version", "proposal", "reason", "candidate__scope_id"
-    )
-    flagged: set[tuple[int, int]] = set()
-    for pk, version, proposal, reason, scope_id in rows:
-        if (pk, version) not in wanted:
-            continue
-        texts = _texts(proposal)
-        if textmarks.has_marks("\n".join([scope_id, reason or "", *texts])):
-            flagged.add((pk, version))
-            continue
-        budget -= sum(cost(text) for text in texts)
-        if budget < 0 or any(hidden_text(text) for text in texts):
-            flagged.add((pk, version))  # past the budget: left for its own page, unchecked
-    return flagged

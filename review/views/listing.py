@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from review import services
 from review.forms import BulkForm
 from review.models import Candidate, ReviewDecision
-from review.selectors import bulk_guard
+from review.selectors import bulk as bulk_selectors
 from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
@@ -79,7 +79,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "scopes": count_selectors.scope_suggestions(),
             "can_review": can_review(request),
             "bulk": can_review(request) and status == Candidate.Status.PENDING and bool(page.rows),
-            "bulk_max": queue_selectors.BULK_MAX,
+            "bulk_max": bulk_selectors.BULK_MAX,
             "seen": seen,
             "canned_reasons": reason_selectors.canned_reasons() if can_review(request) else [],
         },
@@ -148,7 +148,7 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     2 conflicts" and an Undo of the batch (``views/undo.py``).
 
     Guard: a bulk approval leaves out items flagged for hidden characters and stale updates
-    (``selectors.bulk_guard``) unless ``include_flagged`` is ticked, and says which and why. A
+    (``selectors.bulk``) unless ``include_flagged`` is ticked, and says which and why. A
     refused form (a reject without a reason, an empty selection) decides nothing."""
     if not can_review(request):
         return forbidden_page(request)
@@ -168,7 +168,7 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
             messages.error(request, "Only pending candidates can be decided.")
             return back
         seen = datetime.fromtimestamp(data["seen"] / 1_000_000, tz=UTC)
-        items = queue_selectors.matching_items(filterset.qs, seen=seen)
+        items = bulk_selectors.matching_items(filterset.qs, seen=seen)
     else:
         items = data["item"]
     decision = (
@@ -177,7 +177,7 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
         else ReviewDecision.Decision.REJECTED
     )
     guarded = decision == ReviewDecision.Decision.APPROVED and not data["include_flagged"]
-    held = bulk_guard.held_back(items) if guarded else {}
+    held = bulk_selectors.held_back(items) if guarded else {}
     outcomes = services.candidates_decide_bulk(
         items=[item for item in items if item not in held],
         decision=decision,

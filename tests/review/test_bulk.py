@@ -317,10 +317,10 @@ def test_select_all_matching_snapshots_before_the_page_counts(
 def test_bulk_approve_checks_hidden_text_within_a_budget_and_leaves_the_rest(
     reviewer: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from review.selectors import queue as queue_selectors
+    from review.selectors import bulk as bulk_selectors
 
     plain = make_candidate()
-    monkeypatch.setattr(queue_selectors, "BULK_MARKDOWN_BUDGET", 0)
+    monkeypatch.setattr(bulk_selectors, "BULK_MARKDOWN_BUDGET", 0)
     client = client_for(reviewer)
 
     client.post(BULK + "?family=experience", {"decision": "approve", "item": [f"{plain.pk}:1"], "seen": 1})
