@@ -138,6 +138,22 @@ def _lock_head(
     return head
 
 
+def _audited(
+    action: str, head: Artifact, candidate: Candidate | None, reviewer: User, reason: str, **extra: Any
+) -> Artifact:
+    """Record who changed the approved ``head`` (now at its new revision), how and why."""
+    ReviewAction.objects.create(
+        action=action,
+        candidate=candidate,
+        reviewer=reviewer,
+        reason=reason,
+        artifact=head,
+        revision=head.current_revision,
+        **extra,
+    )
+    return head
+
+
 def artifact_retire_within(
     *,
     scope_id: str,
@@ -155,15 +171,7 @@ def artifact_retire_within(
     reason = _reason(reason)
     head = _lock_head(scope_id, family, artifact_id, expected_revision, Artifact.State.ACTIVE)
     artifact_head_retire(head=head)
-    ReviewAction.objects.create(
-        action=ReviewAction.Action.RETIRED,
-        candidate=candidate,
-        reviewer=reviewer,
-        reason=reason,
-        artifact=head,
-        revision=head.current_revision,
-    )
-    return head
+    return _audited(ReviewAction.Action.RETIRED, head, candidate, reviewer, reason)
 
 
 def artifact_revert_within(
@@ -205,16 +213,7 @@ def artifact_revert_within(
         created_by=reviewer,
         searchable_text=searchable,
     )
-    ReviewAction.objects.create(
-        action=ReviewAction.Action.REVERTED,
-        candidate=candidate,
-        reviewer=reviewer,
-        reason=reason,
-        artifact=head,
-        revision=head.current_revision,
-        reverted_to=to_revision,
-    )
-    return head
+    return _audited(ReviewAction.Action.REVERTED, head, candidate, reviewer, reason, reverted_to=to_revision)
 
 
 # The public services: each ``*_within`` body as one durable transaction of its own (the Inbox's

@@ -29,6 +29,7 @@ from review.services import undo as undo_service
 from review.views import sharing
 from review.views.common import (
     CONFLICTS,
+    acting_on,
     action_login_required,
     can_review,
     candidate_url,
@@ -206,10 +207,8 @@ def _with_result_link(message: str, url: str) -> SafeString:
 def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
     def approve(candidate: Candidate, data: dict[str, Any]) -> SafeString:
         approved = services.candidate_approve(
-            scope_id=candidate.scope_id,
-            candidate_id=candidate.candidate_id,
+            **acting_on(request, candidate),
             expected_version=data["expected_version"],
-            reviewer=reviewer_of(request),
         )
         message = f"Approved candidate #{pk} (version {data['expected_version']})"
         if approved.result_head is not None:
@@ -225,11 +224,9 @@ def candidate_approve(request: HttpRequest, pk: int) -> HttpResponse:
 def candidate_reject(request: HttpRequest, pk: int) -> HttpResponse:
     def reject(candidate: Candidate, data: dict[str, Any]) -> SafeString:
         services.candidate_reject(
-            scope_id=candidate.scope_id,
-            candidate_id=candidate.candidate_id,
+            **acting_on(request, candidate),
             expected_version=data["expected_version"],
             reason=data["reason"],
-            reviewer=reviewer_of(request),
         )
         message = f"Rejected candidate #{pk} (version {data['expected_version']})."
         return _with_result_link(message, decided_url(pk, Candidate.Status.REJECTED))
@@ -253,11 +250,9 @@ def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
     expected, onto = form.cleaned_data["expected_version"], form.cleaned_data["revision"]
     try:
         rebased = services.candidate_rebase(
-            scope_id=candidate.scope_id,
-            candidate_id=candidate.candidate_id,
+            **acting_on(request, candidate),
             expected_version=expected,
             onto_revision=onto,
-            reviewer=reviewer_of(request),
         )
     except services.MergeConflict as exc:
         fields = ", ".join(exc.details["fields"]) if exc.details else ""
@@ -316,11 +311,9 @@ def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
             expected = form.cleaned_data["expected_version"]
             try:
                 revised = services.candidate_revise(
-                    scope_id=candidate.scope_id,
-                    candidate_id=candidate.candidate_id,
+                    **acting_on(request, candidate),
                     expected_version=expected,
                     submission=form.submission(summary.latest),
-                    reviewer=reviewer_of(request),
                 )
             except CONFLICTS as exc:
                 return _conflict(request, pk, exc, action="revise", expected_version=expected)

@@ -24,10 +24,10 @@ from review.forms import ClaimForm
 from review.models import Candidate
 from review.views.candidate import _action_target
 from review.views.common import (
+    acting_on,
     action_login_required,
     candidate_url,
     filterset_for,
-    reviewer_of,
     small_int,
     with_qs,
 )
@@ -90,9 +90,7 @@ def candidate_claim(request: HttpRequest, candidate: Candidate, form: ClaimForm)
     seen = form.cleaned_data.get("expected_claimant") or None
     try:
         outcome = services.candidate_claim(
-            scope_id=candidate.scope_id,
-            candidate_id=candidate.candidate_id,
-            reviewer=reviewer_of(request),
+            **acting_on(request, candidate),
             expected_claimant=seen,
         )
     except CandidateTerminal:
@@ -110,9 +108,7 @@ def candidate_claim(request: HttpRequest, candidate: Candidate, form: ClaimForm)
 
 @_claim_action
 def candidate_unclaim(request: HttpRequest, candidate: Candidate, form: ClaimForm) -> Said:
-    outcome = services.candidate_unclaim(
-        scope_id=candidate.scope_id, candidate_id=candidate.candidate_id, reviewer=reviewer_of(request)
-    )
+    outcome = services.candidate_unclaim(**acting_on(request, candidate))
     if outcome.changed:
         return messages.SUCCESS, f"Candidate #{candidate.pk} is no longer assigned to you."
     return messages.INFO, f"Candidate #{candidate.pk} was not assigned to you; nothing changed."

@@ -33,6 +33,15 @@ def reviewer_of(request: HttpRequest) -> User:
     return request.user
 
 
+def acting_on(request: HttpRequest, candidate: Candidate) -> dict[str, Any]:
+    """The keyword arguments every candidate service takes: which candidate, and who acts."""
+    return {
+        "scope_id": candidate.scope_id,
+        "candidate_id": candidate.candidate_id,
+        "reviewer": reviewer_of(request),
+    }
+
+
 def small_int(value: str | None) -> int | None:
     return (
         int(value) if value is not None and value.isascii() and value.isdigit() and len(value) <= 18 else None

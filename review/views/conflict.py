@@ -40,12 +40,12 @@ from review.selectors import candidate as candidate_selectors
 from review.views.candidate import _conflict
 from review.views.common import (
     CONFLICTS,
+    acting_on,
     can_review,
     candidate_url,
     filterset_for,
     forbidden_page,
     not_found_page,
-    reviewer_of,
     small_int,
     with_qs,
 )
@@ -259,11 +259,9 @@ def _save(
     )
     try:
         revised = services.candidate_revise(
-            scope_id=candidate.scope_id,
-            candidate_id=candidate.candidate_id,
+            **acting_on(request, candidate),
             expected_version=expected,
             submission=submission,
-            reviewer=reviewer_of(request),
         )
     except CONFLICTS as exc:
         return _conflict(request, candidate.pk, exc, action="rebase", expected_version=expected)

@@ -19,6 +19,7 @@ from review.models import Candidate
 from review.views.candidate import _action_target, _conflict
 from review.views.common import (
     CONFLICTS,
+    acting_on,
     action_login_required,
     candidate_url,
     filterset_for,
@@ -86,11 +87,9 @@ def _head_action(request: HttpRequest, candidate: Candidate, data: dict[str, obj
 def candidate_reopen(request: HttpRequest, pk: int) -> HttpResponse:
     def run(candidate: Candidate, data: dict[str, object]) -> str:
         reopened = services.candidate_reopen(
-            scope_id=candidate.scope_id,
-            candidate_id=candidate.candidate_id,
+            **acting_on(request, candidate),
             expected_version=int(str(data["expected_version"])),
             reason=str(data["reason"]),
-            reviewer=reviewer_of(request),
         )
         return f"Reopened candidate #{pk} as candidate #{reopened.pk} (pending); the rejection stays in its history."
 
