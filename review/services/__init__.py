@@ -38,31 +38,12 @@ from powercontext.memory.artifacts import (
 )
 from powercontext.search import analyzer
 from review.merge import merge_fields
-from review.models import Candidate, CandidateClaim, CandidateVersion, ReviewDecision
-from review.selectors import similar
+from review.models import Candidate, CandidateClaim, ReviewDecision
 from review.services.governance import SelfApprovalForbidden, check_four_eyes
-from review.services.rows import lock_candidate
+from review.services.rows import lock_candidate, write_version
 from review.services.submission import MAX_EVIDENCE as MAX_EVIDENCE
 from review.services.submission import Submission as Submission
 from review.services.submission import check_evidence, exact_ref, invalid
-
-
-def _write_version(
-    candidate: Candidate, version: int, submission: Submission, user: User | None
-) -> CandidateVersion:
-    found = similar.terms(submission.proposal, candidate.family)
-    summary = {"terms_sketch": similar.sketch(found), "terms_count": len(found)}
-    return CandidateVersion.objects.create(
-        candidate=candidate,
-        version=version,
-        proposal=submission.proposal,
-        source_refs=submission.source_refs,
-        artifact_refs=submission.artifact_refs,
-        target=submission.target,
-        reason=submission.reason,
-        created_by=user,
-        **summary,
-    )
 
 
 @transaction.atomic(durable=True)
@@ -89,7 +70,7 @@ def candidate_propose_within(
     candidate = Candidate.objects.create(
         scope_id=scope_id, candidate_id=f"cand_{uuid.uuid4().hex}", family=family, version=1
     )
-    candidate.latest = _write_version(candidate, 1, submission, proposed_by)
+    candidate.latest = write_version(candidate, 1, submission, proposed_by)
     candidate.save(update_fields=["latest"])
     return candidate
 
@@ -122,7 +103,7 @@ def candidate_revise(
     """Append a complete replacement proposal as the next pending version."""
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
     check_evidence(scope_id, candidate.family, submission)
-    version = _write_version(candidate, expected_version + 1, submission, reviewer)
+    version = write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
     return candidate
@@ -203,7 +184,7 @@ def candidate_rebase(
     if not merged.clean:
         raise MergeConflict(details={"fields": list(merged.conflicts), "onto": onto_revision})
     submission = dataclasses.replace(submission, proposal=merged.merged)
-    version = _write_version(candidate, expected_version + 1, submission, reviewer)
+    version = write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
     return candidate

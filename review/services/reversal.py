@@ -39,8 +39,8 @@ from powercontext.memory.artifacts import (
 )
 from powercontext.search import analyzer
 from review.models import Candidate, CandidateVersion, ReviewAction
-from review.services.rows import lock_candidate
-from review.services.submission import invalid
+from review.services.rows import lock_candidate, write_version
+from review.services.submission import Submission, invalid
 
 REVIEWED = (families.Family.EXPERIENCE, families.Family.SKILL)
 
@@ -98,18 +98,14 @@ def repropose(
         family=candidate.family,
         version=1,
     )
-    copy.latest = CandidateVersion.objects.create(
-        candidate=copy,
-        version=1,
+    submission = Submission(
         proposal=old.proposal,
         source_refs=old.source_refs,
         artifact_refs=old.artifact_refs if artifact_refs is None else artifact_refs,
         target=old.target if target is None else target,
         reason=old.reason,
-        created_by=reviewer,
-        terms_sketch=old.terms_sketch,
-        terms_count=old.terms_count,
     )
+    copy.latest = write_version(copy, 1, submission, reviewer)
     copy.save(update_fields=["latest"])
     ReviewAction.objects.create(
         action=ReviewAction.Action.REOPENED,

@@ -1,9 +1,16 @@
-"""Locking a candidate row for a review write (the decisions, revise, rebase and reopen)."""
+"""Candidate rows in a review write: locking one (the decisions, revise, rebase, reopen) and
+writing a version."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from django.contrib.auth.models import User
+
 from powercontext.core.exceptions import CandidateConflict, CandidateNotFound, CandidateTerminal
-from review.models import Candidate
+from review.models import Candidate, CandidateVersion
+from review.selectors import similar
+from review.services.submission import Submission
 
 
 def lock_candidate(
@@ -32,3 +39,19 @@ def lock_candidate(
             details={"expected_version": expected_version, "current_version": candidate.version}
         )
     return candidate
+
+
+def write_version(
+    candidate: Candidate, version: int, submission: Submission, user: User | None
+) -> CandidateVersion:
+    """Store ``submission`` as ``candidate``'s version ``version``, written by ``user``, with the
+    term sketch the near-duplicate check compares."""
+    found = similar.terms(submission.proposal, candidate.family)
+    return CandidateVersion.objects.create(
+        candidate=candidate,
+        version=version,
+        created_by=user,
+        terms_sketch=similar.sketch(found),
+        terms_count=len(found),
+        **dataclasses.asdict(submission),
+    )
