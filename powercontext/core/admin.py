@@ -91,6 +91,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """
 
     fields: tuple[str, ...] = ()
+    # Searched by the exact scope id unless a subclass names other lookups (and their help text).
+    search_fields: tuple[str, ...] = ("scope_id__exact",)
+    search_help_text = "Exact scope id."
     # Join only the relations a subclass names (Django's default, False, follows every foreign key
     # as soon as one column shows a relation).
     list_select_related: tuple[str, ...] = ()
@@ -144,8 +147,6 @@ class FamilyFilter(FixedChoiceFilter):
 @admin.register(ScopeState)
 class ScopeStateAdmin(ReadOnlyAdmin):
     list_display = ("id", "scope_id", "last_source_position")
-    search_fields = ("scope_id__exact",)
-    search_help_text = "Exact scope id."
     fields = ("scope_id", "last_source_position", "explain_link")
 
     @admin.display(description="prepare")
@@ -299,8 +300,6 @@ class MemoryMembershipAdmin(ReadOnlyAdmin):
 @admin.register(MemorySearchDocument)
 class MemorySearchDocumentAdmin(ReadOnlyAdmin):
     list_display = ("membership_id", "scope_id", "terms_excerpt")
-    search_fields = ("scope_id__exact",)
-    search_help_text = "Exact scope id."
     fields = ("membership", "scope_id", "terms")
 
     terms_excerpt = path_display("terms", "terms", excerpt)

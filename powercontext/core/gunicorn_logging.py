@@ -9,6 +9,7 @@ request. The access log format (``gunicorn.conf.py``) names no path, query or re
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from gunicorn.glogging import Logger
@@ -21,7 +22,7 @@ _WITHHELD = {
 }
 
 
-def _private(msg: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+def _private(msg: Any, args: Any) -> tuple[Any, Any]:
     text = str(msg)
     for prefix, replacement in _WITHHELD.items():
         if text.startswith(prefix):
@@ -29,21 +30,19 @@ def _private(msg: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
     return msg, args
 
 
+class _WithholdRequest(logging.Filter):
+    """Rewrites a line that would name the request (its traceback is kept)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = _private(record.msg, record.args)
+        return True
+
+
 class PrivateLogger(Logger):
-    """gunicorn's logger with request paths and query strings withheld from its error log."""
+    """gunicorn's logger with request paths and query strings withheld from its error log: every
+    line of the error log (whatever its level) passes one filter."""
 
-    def error(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        msg, args = _private(msg, args)
-        super().error(msg, *args, **kwargs)
-
-    def warning(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        msg, args = _private(msg, args)
-        super().warning(msg, *args, **kwargs)
-
-    def exception(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        msg, args = _private(msg, args)
-        super().exception(msg, *args, **kwargs)
-
-    def critical(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        msg, args = _private(msg, args)
-        super().critical(msg, *args, **kwargs)
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        if not any(isinstance(existing, _WithholdRequest) for existing in self.error_log.filters):
+            self.error_log.addFilter(_WithholdRequest())

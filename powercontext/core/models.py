@@ -20,14 +20,22 @@ ID_MAX_LENGTH = 128
 MEMORY_FAMILY = Family.MEMORY.value
 
 
-class ScopeState(models.Model):
+class PkNamedModel(models.Model):
+    """Shown as its verbose name and primary key ("memory entry #12"): admin lists and log lines
+    name the row, never its content."""
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self._meta.verbose_name} #{self.pk}"
+
+
+class ScopeState(PkNamedModel):
     """Per-scope counters. One row per scope that has ever captured a Source."""
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, unique=True)
     last_source_position = models.BigIntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"scope state #{self.pk}"
 
 
 class Source(models.Model):
@@ -134,7 +142,7 @@ class ArtifactRevision(models.Model):
         return f"{self.family}/{self.artifact_id}@{self.revision}"
 
 
-class MemoryEntry(models.Model):
+class MemoryEntry(PkNamedModel):
     """A Memory entry's identity within a scope (its versions hold the content)."""
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
@@ -148,11 +156,8 @@ class MemoryEntry(models.Model):
             models.UniqueConstraint(fields=["scope_id", "entry_id"], name="memory_entry_unique"),
         ]
 
-    def __str__(self) -> str:
-        return f"memory entry #{self.pk}"
 
-
-class MemoryEntryVersion(models.Model):
+class MemoryEntryVersion(PkNamedModel):
     """One immutable version of a Memory entry's content. Inserted once, never updated; the
     Memory revisions that hold it are recorded by ``MemoryMembership``."""
 
@@ -179,9 +184,6 @@ class MemoryEntryVersion(models.Model):
             models.UniqueConstraint(fields=["entry", "version"], name="memory_entry_version_number"),
             models.CheckConstraint(condition=Q(version__gte=1), name="memory_version_positive"),
         ]
-
-    def __str__(self) -> str:
-        return f"memory entry version #{self.pk}"
 
 
 class MemoryMembership(models.Model):
@@ -258,7 +260,7 @@ class ApiToken(models.Model):
         return not self.scopes or scope_id in self.scopes
 
 
-class MemorySearchDocument(models.Model):
+class MemorySearchDocument(PkNamedModel):
     """Derived search row for one *active* membership of a scope's current Memory head.
 
     A projection, never an authority: rebuilt from memberships at any time. ``terms`` holds the
@@ -276,11 +278,8 @@ class MemorySearchDocument(models.Model):
     # Number of index tokens (BM25's document length; PostgreSQL ranks with it, FTS5 keeps its own).
     length = models.PositiveIntegerField(default=0)
 
-    def __str__(self) -> str:
-        return f"memory search document #{self.pk}"
 
-
-class ExperienceSearchDocument(models.Model):
+class ExperienceSearchDocument(PkNamedModel):
     """Derived search row for one approved, current Experience head (its ``searchable_text``).
 
     Same storage format as ``MemorySearchDocument``; created for Experience heads only (never
@@ -294,11 +293,8 @@ class ExperienceSearchDocument(models.Model):
     terms = models.TextField()
     length = models.PositiveIntegerField(default=0)  # as ``MemorySearchDocument.length``
 
-    def __str__(self) -> str:
-        return f"experience search document #{self.pk}"
 
-
-class MemoryEntryVector(models.Model):
+class MemoryEntryVector(PkNamedModel):
     """Derived embedding of one entry version that is active in its scope's current head.
 
     A projection, never an authority (``powercontext.search.vectors`` writes, rebuilds and
@@ -316,11 +312,8 @@ class MemoryEntryVector(models.Model):
     class Meta:
         indexes = [models.Index(fields=["scope_id", "id"], name="memory_vector_scope_id")]
 
-    def __str__(self) -> str:
-        return f"memory entry vector #{self.pk}"
 
-
-class ExperienceVector(models.Model):
+class ExperienceVector(PkNamedModel):
     """Derived embedding of one recallable Experience head at its current revision (its
     ``searchable_text``, the text the full-text index uses). A projection like
     ``MemoryEntryVector``: the writer that moves or retires the head deletes it in its
@@ -332,9 +325,6 @@ class ExperienceVector(models.Model):
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, db_index=True)
     model = models.CharField(max_length=64)
     vector = models.BinaryField()  # float32 little-endian, unit length
-
-    def __str__(self) -> str:
-        return f"experience vector #{self.pk}"
 
 
 class ServiceHeartbeat(models.Model):

@@ -95,17 +95,25 @@ class Conversation:
 
 @dataclass
 class PackTotals:
-    """What the packs of one report held, summed: Memory items and content bytes."""
+    """What the packs of one report held, summed: one pack per question (or prompt), its Memory
+    items and content bytes."""
 
+    packs: int = 0
     items: int = 0  # Memory items in the packs
     content_bytes: int = 0
 
     def add_pack(self, items: int, content_bytes: int) -> None:
+        self.packs += 1
         self.items += items
         self.content_bytes += content_bytes
 
-    def pack_means(self, packs: int) -> dict[str, float]:
+    def rate(self, count: float) -> float:
+        """``count`` per pack, as every report rounds a rate."""
+        return round(count / (self.packs or 1), 4)
+
+    def pack_means(self) -> dict[str, float]:
         """The mean items and content bytes per pack, as every report states them."""
+        packs = self.packs or 1
         return {
             "mean_items": round(self.items / packs, 3),
             "mean_content_bytes": round(self.content_bytes / packs, 1),
@@ -117,26 +125,23 @@ class Score(PackTotals):
     """Running totals of the questions of one category (or all): recall, hits and the packs'
     items (``evidence_items``: those citing an evidence turn); ``as_dict`` gives the rates."""
 
-    questions: int = 0
     recall: float = 0.0
     hits: int = 0
     evidence_items: int = 0
 
     def add(self, recall: float, items: int = 0, evidence_items: int = 0, content_bytes: int = 0) -> None:
-        self.questions += 1
         self.recall += recall
         self.hits += recall > 0
         self.evidence_items += evidence_items
         self.add_pack(items, content_bytes)
 
     def as_dict(self) -> dict[str, Any]:
-        n = self.questions or 1
         return {
-            "questions": self.questions,
-            "evidence_recall": round(self.recall / n, 4),
-            "hit_rate": round(self.hits / n, 4),
+            "questions": self.packs,
+            "evidence_recall": self.rate(self.recall),
+            "hit_rate": self.rate(self.hits),
             "item_precision": round(self.evidence_items / self.items, 4) if self.items else 0.0,
-            **self.pack_means(n),
+            **self.pack_means(),
         }
 
 
@@ -145,21 +150,14 @@ class NegativeScore(PackTotals):
     """Running totals of one negative set: prompts and empty packs (the correct answer);
     ``as_dict`` gives the empty rate and the pack means."""
 
-    prompts: int = 0
     empty: int = 0
 
     def add(self, items: int, content_bytes: int) -> None:
-        self.prompts += 1
         self.empty += items == 0
         self.add_pack(items, content_bytes)
 
     def as_dict(self) -> dict[str, Any]:
-        n = self.prompts or 1
-        return {
-            "prompts": self.prompts,
-            "empty_rate": round(self.empty / n, 4),
-            **self.pack_means(n),
-        }
+        return {"prompts": self.packs, "empty_rate": self.rate(self.empty), **self.pack_means()}
 
 
 @dataclass

@@ -81,8 +81,6 @@ class PipelineScopeJobAdmin(ReadOnlyAdmin):
         "last_success_at",
     )
     list_filter = ("status",)
-    search_fields = ("scope_id__exact",)
-    search_help_text = "Exact scope id."
     fields = (
         "scope_id",
         "status",
@@ -113,6 +111,4 @@ class PipelineSelectionAdmin(ReadOnlyAdmin):
 class PipelineCounterAdmin(ReadOnlyAdmin):
     list_display = ("scope_id", "name", "value", "updated_at")
     list_filter = ("name",)
-    search_fields = ("scope_id__exact",)
-    search_help_text = "Exact scope id."
     fields = ("scope_id", "name", "value", "updated_at")

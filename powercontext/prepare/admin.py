@@ -121,8 +121,6 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
     )
     list_filter = (RecentHourFilter, SearchModeFilter)
     date_hierarchy = "hour"
-    search_fields = ("scope_id__exact",)
-    search_help_text = "Exact scope id."
     ordering = ("-hour", "-pk")
     # The summary first, then every counter in the flusher's order.
     fields = (

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from django.db import models
 
-from powercontext.core.models import SCOPE_MAX_LENGTH
+from powercontext.core.models import SCOPE_MAX_LENGTH, PkNamedModel
 
 # Latency histogram of prepare: the upper bound (ms) of each bucket but the last, which is open.
 PREPARE_LATENCY_BOUNDS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 
 
-class PrepareAggregate(models.Model):
+class PrepareAggregate(PkNamedModel):
     """What the prepares of one scope did in one UTC hour with one search mode: counts and sums
     only. Never a query, a text, an entry id or a citation (README "Prepare aggregates").
 
@@ -66,9 +66,6 @@ class PrepareAggregate(models.Model):
         permissions = [
             ("explain_prepare", "Can explain a prepare (candidates, decisions and sizes)"),
         ]
-
-    def __str__(self) -> str:
-        return f"prepare aggregate #{self.pk}"
 
 
 # Every counter of a bucket, in the order the flusher adds them (the unique key excluded).

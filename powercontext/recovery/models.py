@@ -12,12 +12,14 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from powercontext.core.models import PkNamedModel
+
 SCOPE_MAX_LENGTH = 256
 SESSION_MAX_LENGTH = 256
 PATH_MAX_LENGTH = 256
 
 
-class RecoverySession(models.Model):
+class RecoverySession(PkNamedModel):
     """One agent session of a scope with its totals (note count, bytes of the current versions);
     every note write locks this row, so the per-session caps hold under concurrent writers."""
 
@@ -35,9 +37,6 @@ class RecoverySession(models.Model):
             models.CheckConstraint(condition=Q(total_bytes__gte=0), name="recovery_session_bytes_valid"),
         ]
         indexes = [models.Index(fields=["updated_at"], name="recovery_session_updated")]
-
-    def __str__(self) -> str:
-        return f"recovery session #{self.pk}"
 
 
 class SessionNote(models.Model):

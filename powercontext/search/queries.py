@@ -15,10 +15,9 @@ from typing import Any
 
 from django.db import connection
 
+from powercontext.core.families import MEMORY_ARTIFACT_ID, Family
 from powercontext.core.hits import ArtifactRef, ExperienceContent, ExperienceHit, MemoryHit
 from powercontext.core.models import (
-    MEMORY_ARTIFACT_ID,
-    MEMORY_FAMILY,
     Artifact,
     ArtifactRevision,
     MemoryEntry,
@@ -107,7 +106,7 @@ _MEMORY_QUERY = _Ranked(
     f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
     f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
     f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
-    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'",
+    f" AND a.family = '{Family.MEMORY.value}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'",
     "m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active'",
 )
 _EXPERIENCE_QUERY = _Ranked(
@@ -132,7 +131,7 @@ def memory_hit(
     every Memory ranking builds its hits with this (``ranking``: score, channels)."""
     return MemoryHit(
         memory_ref=ArtifactRef(
-            family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID, revision=int(head_revision)
+            family=Family.MEMORY.value, artifact_id=MEMORY_ARTIFACT_ID, revision=int(head_revision)
         ),
         entry_id=entry_id,
         entry_version_id=entry_version_id,

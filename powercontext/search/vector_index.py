@@ -6,6 +6,7 @@ missing outside any transaction, and rebuild. Derived rows only: citations never
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
@@ -55,27 +56,15 @@ def verify_vectors(
 ) -> tuple[list[int], list[VectorWork]]:
     """Merge-compare expected and stored vectors; return (rows to delete, versions to embed)."""
     actual = stored_rows(MemoryEntryVector, scope_id, "entry_version_id", "scope_id", "model", "vector")
-    delete: list[int] = []
-    embed: list[VectorWork] = []
-    lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
+    verdicts = _Verdicts(report)
     for want, have in merge_join(_expected_vectors(scope_id), actual):
         if want is None:
-            report.vectors_extra += 1
-            delete.append(have[0])
-            continue
-        report.vectors_checked += 1
-        pk, scope, text = want
-        if have is None:
-            if lag_is_pending:
-                report.vectors_pending += 1
-            else:
-                report.vectors_missing += 1
-            embed.append(VectorWork(pk, scope, text))
-        elif not _sound(model_id, have, scope):
-            report.vectors_mismatched += 1
-            delete.append(pk)
-            embed.append(VectorWork(pk, scope, text))
-    return delete, embed
+            verdicts.unexpected(have[0])
+        elif have is None:
+            verdicts.absent(VectorWork(*want))
+        else:
+            verdicts.present(VectorWork(*want), sound=_sound(model_id, have, want[1]))
+    return verdicts.delete, verdicts.embed
 
 
 class VectorWork(NamedTuple):
@@ -87,6 +76,37 @@ class VectorWork(NamedTuple):
     scope_id: str
     text: str
     experience: bool = False
+
+
+@dataclass
+class _Verdicts:
+    """What a verify found, Memory's and Experience's alike: the counts (in the report), the
+    vectors to delete (by ``pk``) and the ones to compute again."""
+
+    report: VerifyReport
+    delete: list[int] = field(default_factory=list)
+    embed: list[VectorWork] = field(default_factory=list)
+    lag_is_pending: bool = field(default_factory=lambda: settings.POWERCONTEXT_EMBED_WRITES == "async")
+
+    def unexpected(self, pk: int) -> None:
+        self.report.vectors_extra += 1
+        self.delete.append(pk)
+
+    def absent(self, work: VectorWork) -> None:
+        """Expected and not stored: pending while async writes lag, missing otherwise."""
+        self.report.vectors_checked += 1
+        if self.lag_is_pending:
+            self.report.vectors_pending += 1
+        else:
+            self.report.vectors_missing += 1
+        self.embed.append(work)
+
+    def present(self, work: VectorWork, *, sound: bool) -> None:
+        self.report.vectors_checked += 1
+        if not sound:
+            self.report.vectors_mismatched += 1
+            self.delete.append(work.pk)
+            self.embed.append(work)
 
 
 def _expected_experience(scope_id: str | None) -> dict[int, tuple[str, str, int]]:
@@ -111,30 +131,22 @@ def verify_experience_vectors(
     rows = ExperienceVector.objects.all()
     if scope_id is not None:
         rows = rows.filter(scope_id=scope_id)
-    delete: list[int] = []
-    embed: list[VectorWork] = []
-    lag_is_pending = settings.POWERCONTEXT_EMBED_WRITES == "async"
+    verdicts = _Verdicts(report)
     actual = {
         int(row[0]): row for row in rows.values_list("head_id", "scope_id", "model", "vector", "revision")
     }
     for pk in sorted(actual):
         if pk not in expected:
-            report.vectors_extra += 1
-            delete.append(pk)
+            verdicts.unexpected(pk)
     for pk, (scope, text, revision) in sorted(expected.items()):
-        report.vectors_checked += 1
+        work = VectorWork(pk, scope, text, experience=True)
         have = actual.get(pk)
         if have is None:
-            if lag_is_pending:
-                report.vectors_pending += 1
-            else:
-                report.vectors_missing += 1
-            embed.append(VectorWork(pk, scope, text, experience=True))
-        elif have[4] != revision or not _sound(model_id, (pk, have[1], have[2], have[3]), scope):
-            report.vectors_mismatched += 1
-            delete.append(pk)
-            embed.append(VectorWork(pk, scope, text, experience=True))
-    return delete, embed
+            verdicts.absent(work)
+        else:
+            sound = have[4] == revision and _sound(model_id, (pk, have[1], have[2], have[3]), scope)
+            verdicts.present(work, sound=sound)
+    return verdicts.delete, verdicts.embed
 
 
 def _missing_experience(scope_id: str | None) -> Any:

@@ -28,14 +28,7 @@ from typing import Any
 import httpx
 from django.core.management.base import BaseCommand, CommandParser
 
-from powercontext.evaluation.bench.common import (
-    SCOPE,
-    Corpus,
-    compare,
-    interleaved,
-    load_average,
-    percentile,
-)
+from powercontext.evaluation.bench.common import SCOPE, Corpus, compare, interleaved, load_average, percentile
 
 
 class Command(BaseCommand):

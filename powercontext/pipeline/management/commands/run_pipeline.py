@@ -5,36 +5,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
+from django.core.management.base import CommandParser
 
+from powercontext.core.management.scoped import ScopedCommand
 from powercontext.pipeline import generators, runner
 from powercontext.pipeline.config import pipeline_config
 
 
-class Command(BaseCommand):
+class Command(ScopedCommand):
     help = (
         "Run one pipeline pass: Phase 1 over the eligible sessions (all scopes, or --scope), then "
         "Phase 2 for every scope with pipeline state. Prints outcome counts only."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--scope", dest="scope_id", help="one scope only (case-sensitive)")
+        super().add_arguments(parser)
         parser.add_argument(
             "--ignore-idle", action="store_true", help="also take sessions that are not idle yet"
         )
-        parser.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        scope_id = options["scope_id"]
-        if scope_id is not None and not scope_id.strip():
-            raise CommandError("--scope must not be blank")
+        scope_id = self.scope_id(options)
         if not generators.enabled():
             self.stdout.write("the pipeline is off (POWERCONTEXT_GENERATOR=off)")
             return
-        with tqdm(
-            unit="sessions", desc="pipeline", disable=options["no_progress"], file=self.stderr._out
-        ) as bar:
+        with self.progress_bar(options, unit="sessions", desc="pipeline") as bar:
 
             def progress(done: int, total: int) -> None:
                 bar.total = total

@@ -5,30 +5,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
+from django.core.management.base import CommandError, CommandParser
 
 from powercontext import search
+from powercontext.core.management.scoped import ScopedCommand
 from powercontext.search import vector_cache
 from powercontext.search.locking import maintenance_lock
 
 
-class Command(BaseCommand):
+class Command(ScopedCommand):
     help = (
         "Rebuild the full-text index from authoritative Memory rows (all scopes, or --scope). "
         "With --verify-only, report drift without writing; add --repair to rebuild drifted scopes."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--scope", dest="scope_id", help="rebuild one scope only (case-sensitive)")
+        super().add_arguments(parser)
         parser.add_argument("--verify-only", action="store_true", help="compare only; write nothing")
         parser.add_argument("--repair", action="store_true", help="with --verify-only: rebuild what drifted")
-        parser.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        scope_id = options["scope_id"]
-        if scope_id is not None and not scope_id.strip():
-            raise CommandError("--scope must not be blank")
+        scope_id = self.scope_id(options)
         if options["verify_only"]:
             with maintenance_lock():  # waits for a rebuild or verify in progress
                 report = search.verify_index(scope_id=scope_id, repair=options["repair"])
@@ -39,9 +36,7 @@ class Command(BaseCommand):
         if options["repair"]:
             raise CommandError("--repair goes with --verify-only (a rebuild always repairs)")
         total = search.count_expected(scope_id)
-        with tqdm(
-            total=total, unit="rows", desc="rebuild", disable=options["no_progress"], file=self.stderr._out
-        ) as bar:
+        with self.progress_bar(options, total=total, unit="rows", desc="rebuild") as bar:
             with maintenance_lock():
                 written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
