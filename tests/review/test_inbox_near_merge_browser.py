@@ -55,7 +55,7 @@ def test_the_queue_flags_only_the_later_copy_filters_and_selects_it(reviewer: Us
         expect(page.locator(f"#c{copy.pk} input[data-select]")).to_be_checked()
         expect(page.locator(f"#c{rows[0].pk} input[data-select]")).not_to_be_checked()
         _shot(page, "22-near-duplicate-queue")
-        page.get_by_label("Flag").select_option("1")
+        page.get_by_label("Flag", exact=True).select_option("1")
         page.get_by_role("button", name="Filter").click()
         expect(page).to_have_url(re.compile(r"near=1"))
         expect(page.locator("tr[data-queue-row]")).to_have_count(1)
