@@ -35,9 +35,10 @@ from review.views.common import (
     candidate_url,
     decided_url,
     filterset_for,
-    forbidden_page,
     not_found_page,
     redirect_to_form,
+    reviewable,
+    reviewer_form_view,
     reviewer_of,
     small_int,
     unstash_form,
@@ -152,10 +153,7 @@ def _action_target(request: HttpRequest, pk: int, qs: str) -> Candidate | HttpRe
     log-in's ``next``) goes to the candidate page, a viewer gets 403, an unknown pk 404."""
     if request.method == "GET":
         return HttpResponseRedirect(candidate_url(pk, qs))
-    if not can_review(request):
-        return forbidden_page(request)
-    candidate = candidate_selectors.candidate_load(pk)
-    return candidate if candidate is not None else not_found_page(request)
+    return reviewable(request, pk)
 
 
 def _decide(
@@ -278,14 +276,8 @@ def candidate_rebase(request: HttpRequest, pk: int) -> HttpResponse:
     return HttpResponseRedirect(candidate_url(pk, qs))
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def candidate_revise(request: HttpRequest, pk: int) -> HttpResponse:
-    if not can_review(request):
-        return forbidden_page(request)
-    candidate = candidate_selectors.candidate_load(pk)
-    if candidate is None:
-        return not_found_page(request)
+@reviewer_form_view
+def candidate_revise(request: HttpRequest, pk: int, candidate: Candidate) -> HttpResponse:
     summary = candidate_selectors.candidate_summary(candidate)
     form_class = REVISE_FORMS[candidate.family]
     qs = filterset_for(request).querystring()

@@ -8,16 +8,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from powercontext.core.exceptions import ArtifactConflict, CandidateConflict, CandidateTerminal
 from review.filters import CandidateQueueFilter
 from review.models import Candidate
+from review.selectors.candidate import candidate_load
 
 REVIEW_PERMISSION = "review.review_candidate"
 CONFLICTS = (CandidateConflict, CandidateTerminal, ArtifactConflict)
@@ -120,6 +123,33 @@ def redirect_to_form(request: HttpRequest, pk: int, kind: str, form: forms.Form,
     response = HttpResponseRedirect(url)
     response.status_code = 303  # See Other: the browser GETs the page of the form
     return response
+
+
+def reviewable(request: HttpRequest, pk: int) -> Candidate | HttpResponse:
+    """The candidate a reviewer acts on, or the answer instead: 403 for a viewer, 404 for an
+    unknown pk."""
+    if not can_review(request):
+        return forbidden_page(request)
+    candidate = candidate_load(pk)
+    return candidate if candidate is not None else not_found_page(request)
+
+
+def reviewer_form_view(
+    view: Callable[[HttpRequest, int, Candidate], HttpResponse],
+) -> Callable[[HttpRequest, int], HttpResponse]:
+    """A reviewer's form page on one candidate (GET shows it, POST saves it): logged in, a
+    reviewer (403), a known candidate (404); the view gets the loaded candidate."""
+
+    @login_required
+    @require_http_methods(["GET", "POST"])
+    @wraps(view)
+    def wrapped(request: HttpRequest, pk: int) -> HttpResponse:
+        candidate = reviewable(request, pk)
+        if isinstance(candidate, HttpResponse):
+            return candidate
+        return view(request, pk, candidate)
+
+    return wrapped
 
 
 def forbidden_page(request: HttpRequest) -> HttpResponse:

@@ -18,11 +18,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
 
 from powercontext.core import families
 from powercontext.core.exceptions import (
@@ -41,11 +39,10 @@ from review.views.candidate import _conflict
 from review.views.common import (
     CONFLICTS,
     acting_on,
-    can_review,
     candidate_url,
     filterset_for,
-    forbidden_page,
     not_found_page,
+    reviewer_form_view,
     small_int,
     with_qs,
 )
@@ -126,14 +123,8 @@ def _resolve(spec: families.FamilySpec, row: FieldRow, data: Any) -> tuple[Field
     return posted, value
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def candidate_merge(request: HttpRequest, pk: int) -> HttpResponse:
-    if not can_review(request):
-        return forbidden_page(request)
-    candidate = candidate_selectors.candidate_load(pk)
-    if candidate is None:
-        return not_found_page(request)
+@reviewer_form_view
+def candidate_merge(request: HttpRequest, pk: int, candidate: Candidate) -> HttpResponse:
     qs = filterset_for(request).querystring()
     posted_version = small_int(request.POST.get("expected_version")) if request.method == "POST" else None
     latest = candidate.latest

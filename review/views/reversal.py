@@ -82,42 +82,49 @@ def _head_action(request: HttpRequest, candidate: Candidate, data: dict[str, obj
     }
 
 
-@action_login_required
-@require_http_methods(["GET", "POST"])
-def candidate_reopen(request: HttpRequest, pk: int) -> HttpResponse:
-    def run(candidate: Candidate, data: dict[str, object]) -> str:
-        reopened = services.candidate_reopen(
-            **acting_on(request, candidate),
-            expected_version=int(str(data["expected_version"])),
-            reason=str(data["reason"]),
-        )
-        return f"Reopened candidate #{pk} as candidate #{reopened.pk} (pending); the rejection stays in its history."
-
-    return _act(request, pk, action="reopen", form_class=ReopenForm, run=run)
+Run = Callable[[HttpRequest, Candidate, dict[str, object]], str]
 
 
-@action_login_required
-@require_http_methods(["GET", "POST"])
-def candidate_retire(request: HttpRequest, pk: int) -> HttpResponse:
-    def run(candidate: Candidate, data: dict[str, object]) -> str:
-        head = services.artifact_retire(**_head_action(request, candidate, data))
-        return f"Retired {head.family}/{head.artifact_id} at revision {head.current_revision}: no longer recalled."
+def _reopen(request: HttpRequest, candidate: Candidate, data: dict[str, object]) -> str:
+    reopened = services.candidate_reopen(
+        **acting_on(request, candidate),
+        expected_version=int(str(data["expected_version"])),
+        reason=str(data["reason"]),
+    )
+    return f"Reopened candidate #{candidate.pk} as candidate #{reopened.pk} (pending); the rejection stays in its history."
 
-    return _act(request, pk, action="retire", form_class=RetireForm, run=run)
+
+def _retire(request: HttpRequest, candidate: Candidate, data: dict[str, object]) -> str:
+    head = services.artifact_retire(**_head_action(request, candidate, data))
+    return (
+        f"Retired {head.family}/{head.artifact_id} at revision {head.current_revision}: no longer recalled."
+    )
 
 
-@action_login_required
-@require_http_methods(["GET", "POST"])
-def candidate_revert(request: HttpRequest, pk: int) -> HttpResponse:
-    def run(candidate: Candidate, data: dict[str, object]) -> str:
-        head = services.artifact_revert(
-            **_head_action(request, candidate, data),
-            to_revision=int(str(data["to_revision"])),
-            expected_state=str(data["expected_state"]),
-        )
-        return (
-            f"Reverted {head.family}/{head.artifact_id}: revision {head.current_revision} "
-            f"has the content of revision {data['to_revision']}."
-        )
+def _revert(request: HttpRequest, candidate: Candidate, data: dict[str, object]) -> str:
+    head = services.artifact_revert(
+        **_head_action(request, candidate, data),
+        to_revision=int(str(data["to_revision"])),
+        expected_state=str(data["expected_state"]),
+    )
+    return (
+        f"Reverted {head.family}/{head.artifact_id}: revision {head.current_revision} "
+        f"has the content of revision {data['to_revision']}."
+    )
 
-    return _act(request, pk, action="revert", form_class=RevertForm, run=run)
+
+def _take_back_view(action: str, form_class: type[forms.Form], run: Run) -> Callable[..., HttpResponse]:
+    """The POST view of one take-back action (``_act`` with ``run`` for the request)."""
+
+    @action_login_required
+    @require_http_methods(["GET", "POST"])
+    def view(request: HttpRequest, pk: int) -> HttpResponse:
+        return _act(request, pk, action=action, form_class=form_class, run=lambda c, d: run(request, c, d))
+
+    view.__name__ = view.__qualname__ = f"candidate_{action}"
+    return view
+
+
+candidate_reopen = _take_back_view("reopen", ReopenForm, _reopen)
+candidate_retire = _take_back_view("retire", RetireForm, _retire)
+candidate_revert = _take_back_view("revert", RevertForm, _revert)
