@@ -2,10 +2,9 @@
 repository root). Command-line options still apply on top.
 
 - Its own log lines carry no request path or query string (powercontext/core/gunicorn_logging.py).
-- Each worker imports the URL configuration and compiles the Inbox templates as it starts, then
-  loads the embedding model in a background thread (powercontext/warmup.py): its first Inbox page
-  does not wait for the model, and its first prepare does not pay for loading it (unless it comes
-  before the load has finished, when it waits for it).
+- Each worker, before it accepts a request, imports the URL configuration, compiles the Inbox
+  templates and loads the embedding model (powercontext/warmup.py ``warm_up_worker``): neither its
+  first Inbox page nor its first prepare pays for them.
 """
 
 from typing import Any
@@ -18,7 +17,7 @@ access_log_format = ACCESS_LOG_FORMAT
 
 def post_worker_init(worker: Any) -> None:
     """Warm each worker up once it has loaded the application (with or without ``--preload``:
-    the model is per process); the model loads in the background."""
+    the model is per process)."""
     from powercontext import warmup
 
-    warmup.warm_up()
+    warmup.warm_up_worker()

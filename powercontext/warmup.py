@@ -50,5 +50,17 @@ def warm_up_model_in_background() -> threading.Thread:
 
 
 def warm_up() -> threading.Thread:
+    """``runserver``: the web part now, the model in the background."""
     warm_up_web()
     return warm_up_model_in_background()
+
+
+def warm_up_worker() -> None:
+    """A gunicorn worker, before it accepts its first request: the web part, then the model
+    (and one run of it). The worker answers nothing until both are done, so neither its first
+    Inbox page nor its first prepare pays for them (issue 19: the first prepare of a fresh
+    worker within the hook's budget; issue 22: no first Inbox page that waits)."""
+    from powercontext.search import embedding
+
+    warm_up_web()
+    embedding.warm_up()

@@ -88,3 +88,11 @@ def test_warm_up_loads_the_model_in_the_background(monkeypatch: pytest.MonkeyPat
     release.set()
     thread.join(timeout=30)
     assert loaded.is_set()
+
+
+def test_a_gunicorn_worker_loads_the_model_before_it_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[str] = []
+    monkeypatch.setattr(warmup, "warm_up_web", lambda: order.append("web"))
+    monkeypatch.setattr(embedding, "warm_up", lambda: order.append("model") or True)
+    warmup.warm_up_worker()  # returns only once both are done
+    assert order == ["web", "model"]
