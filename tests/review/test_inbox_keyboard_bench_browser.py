@@ -1,6 +1,6 @@
 """Measured (issue 22, "Must show"): 50 candidates by the keyboard path in Debian's Chromium, with
 no waiting: j, o, then on each candidate a (approve) or 1 + Ctrl+Enter (reject with the first
-canned reason), every fifth one rejected; then u undoes the last decision on the page it landed
+canned reason), every fifth one rejected; then z undoes the last decision on the page it landed
 on and a approves the re-proposed candidate. Prints keys pressed, clicks and seconds:
 
     POWERCONTEXT_TEST_CHROMIUM=/usr/bin/chromium DATABASE_URL=postgres://... \\
@@ -55,7 +55,7 @@ def test_fifty_candidates_by_the_keyboard_with_no_waiting(reviewer: User, live_s
         expect(page.get_by_text("Nothing to review here.")).to_be_visible()
         expect(page.locator("#undo-toast")).to_contain_text(f"Rejected #{candidates[-1].pk}.")
         decided_seconds = time.perf_counter() - started
-        counter.press("u")
+        counter.press("z")
         expect(page.get_by_text(f"Undone: your decision on candidate #{candidates[-1].pk}")).to_be_visible()
         counter.press("a")
         expect(page.get_by_text("Nothing to review here.")).to_be_visible()

@@ -139,11 +139,10 @@ def test_a_then_n_sends_the_approval_and_lands_on_the_next_candidate_with_undo(
         watch.posted_at_once(f"/review/candidates/{first.pk}/approve/", a_then_n)
         expect(page.get_by_role("heading", name=f"Candidate #{second.pk}")).to_be_visible()
         expect(page.locator("#undo-toast")).to_contain_text(f"Approved #{first.pk}.")
-        # u undoes (it does not go back to the queue while Undo is offered).
-        page.keyboard.press("u")
+        # z undoes; u keeps its one meaning, back to the queue.
+        page.keyboard.press("z")
         expect(page.get_by_text(f"Undone: your decision on candidate #{first.pk}")).to_be_visible()
         expect(page.locator("#undo-toast")).to_have_count(0)
-        # Now u has its usual meaning: back to the queue.
         page.keyboard.press("u")
         expect(page.get_by_role("heading", name="Pending candidates")).to_be_visible()
         posts = list(watch.posts)
@@ -155,7 +154,7 @@ def test_a_then_n_sends_the_approval_and_lands_on_the_next_candidate_with_undo(
     assert dialogs == []
 
 
-def test_reject_by_keys_commits_at_once_and_esc_undoes_it_by_reopening(
+def test_reject_by_keys_commits_at_once_and_z_undoes_it_by_reopening(
     reviewer: User, live_server: Any
 ) -> None:
     from playwright.sync_api import expect
@@ -172,11 +171,16 @@ def test_reject_by_keys_commits_at_once_and_esc_undoes_it_by_reopening(
         )
         expect(page.get_by_role("heading", name=f"Candidate #{second.pk}")).to_be_visible()
         expect(page.locator("#undo-toast")).to_contain_text(f"Rejected #{first.pk}.")
-        # Esc inside a text field only leaves the field; outside, it undoes.
+        # z typed in a text field is text; outside it, z undoes.
         page.get_by_label("Reject reason").focus()
-        page.keyboard.press("Escape")
+        page.keyboard.press("z")
         expect(page.locator("#undo-toast")).to_be_visible()
-        page.keyboard.press("Escape")
+        page.keyboard.press("Escape")  # leaves the field
+        expect(page.locator("#undo-toast")).to_be_visible()
+        page.keyboard.press("Escape")  # closes the offer
+        expect(page.locator("#undo-toast")).to_be_hidden()
+        page.goto(f"/review/candidates/{first.pk}/")  # the decided page still offers Undo
+        page.get_by_role("button", name=re.compile("^Undo your rejection")).click()
         expect(page.get_by_text(f"Undone: your decision on candidate #{first.pk}")).to_be_visible()
         dialogs = watch.dialogs
 
@@ -237,7 +241,7 @@ def test_bulk_approve_leaves_out_a_bidi_item_and_one_undo_takes_the_batch_back(
         toast = page.locator("#undo-toast")
         expect(toast).to_contain_text("Approved 2 candidates.")
         _shot(page, "undo-02-bulk-left-out-a-bidi-item")
-        watch.posted_at_once("/review/undo/", lambda: page.keyboard.press("Escape"))
+        watch.posted_at_once("/review/undo/", lambda: page.keyboard.press("z"))
         expect(page.get_by_text("Undone: 2 of 2 decisions")).to_be_visible()
         expect(page.locator("tr[data-queue-row]")).to_have_count(3)
         dialogs = watch.dialogs

@@ -33,11 +33,14 @@
       return;
     }
     if (!offered() || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) { return; }
-    var u = event.key === "u" && window.PowerContextShortcuts.on();
-    if (u || event.key === "Escape") {
+    // One meaning per key: z undoes (as in mail clients), u is always "back to the queue", Esc
+    // always closes (here: the offer, which stays available on the decided candidate's page).
+    if (event.key === "z" && window.PowerContextShortcuts.on()) {
       event.preventDefault();
       event.stopImmediatePropagation();
       form.requestSubmit();
+    } else if (event.key === "Escape") {
+      toast.hidden = true;
     }
   }, true);
 
