@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from review import services
 from review.models import Candidate
 from tests.review.conftest import (
     PASSWORD,
@@ -287,3 +288,37 @@ def test_at_390px_the_first_row_is_on_screen_targets_are_44px_and_nothing_scroll
             assert audit.evaluate(SIDEWAYS) == 0, name
 
     assert admin.is_superuser
+
+
+def test_the_take_back_and_near_duplicate_pages_fit_a_phone(reviewer: User, live_server: Any) -> None:
+    """The candidate pages added with reversible decisions and near-duplicates at 390 × 844: a
+    near-duplicate copy (its Similar card and "Reject as duplicate"), a rejected candidate (Reopen)
+    and an approved one (Retire, Revert), with Undo offered on it."""
+    lesson = "Rotate the staging database credentials every ninety days, then restart the workers."
+    original = approve(make_candidate(SCOPES[0], proposal=experience(lesson=lesson)), reviewer)
+    copy = make_candidate(SCOPES[0], proposal=experience(lesson=lesson + " Always."))
+    rejected = make_candidate(SCOPES[1])
+    services.candidate_reject(
+        scope_id=rejected.scope_id,
+        candidate_id=rejected.candidate_id,
+        expected_version=1,
+        reason="Not a lesson.",
+        reviewer=reviewer,
+    )
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        page.set_viewport_size(PHONE)
+        for name, path in (
+            ("near-duplicate copy", f"/review/candidates/{copy.pk}/"),
+            ("rejected candidate", f"/review/candidates/{rejected.pk}/?status=rejected"),
+            ("approved candidate", f"/review/candidates/{original.pk}/?status=approved"),
+        ):
+            page.goto(path)
+            assert page.evaluate(SIDEWAYS) == 0, name
+            assert page.evaluate(SMALL_TARGETS) == [], name
+        page.goto(f"/review/candidates/{copy.pk}/")
+        duplicate_button = page.get_by_role("button", name=re.compile("^Reject as duplicate"))
+        has_duplicate_button = duplicate_button.count() > 0
+        _shot(page, "22-near-duplicate-390")
+
+    assert has_duplicate_button  # the page under test really shows the wide button
