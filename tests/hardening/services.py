@@ -5,6 +5,7 @@ Every wait polls a condition against a deadline; nothing sleeps a fixed time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -184,17 +185,21 @@ class PostgresCluster:
         ).stdout.split()
         return [postmaster, *(int(pid) for pid in children)]
 
+    def _signal_all(self, sig: int) -> None:
+        for pid in self._processes():
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended since it was listed
+                os.kill(pid, sig)
+
     def freeze(self) -> None:
         """Stop every process of the cluster (SIGSTOP): a hung server whose sockets stay open."""
-        for pid in self._processes():
-            os.kill(pid, signal.SIGSTOP)
+        self._signal_all(signal.SIGSTOP)
 
     def thaw(self) -> None:
-        for pid in self._processes():
-            os.kill(pid, signal.SIGCONT)
+        self._signal_all(signal.SIGCONT)
         if self.process is not None:
             # runuser stops itself when its child stops (job control, as su does): wake it too.
-            os.kill(self.process.pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGCONT)
 
     def stop(self, sig: int = signal.SIGINT) -> None:
         """A fast shutdown (SIGINT to the postmaster itself: runuser does not forward it):
@@ -206,5 +211,16 @@ class PostgresCluster:
         self.process = None
 
     def remove(self) -> None:
-        self.stop(signal.SIGQUIT)
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):
+                self.thaw()  # a frozen cluster would ignore the shutdown signal
+        try:
+            self.stop(signal.SIGQUIT)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError, ValueError):
+                self._signal_all(signal.SIGKILL)
+            assert self.process is not None
+            self.process.kill()
+            self.process.wait(timeout=30)
+            self.process = None
         shutil.rmtree(self.directory, ignore_errors=True)
