@@ -136,6 +136,17 @@ def approve(candidate: Candidate, reviewer: User) -> Candidate:
     )
 
 
+def reject(candidate: Candidate, reviewer: User, reason: str = "Too vague.") -> Candidate:
+    """Reject the candidate's current version."""
+    return services.candidate_reject(
+        scope_id=candidate.scope_id,
+        candidate_id=candidate.candidate_id,
+        expected_version=candidate.version,
+        reason=reason,
+        reviewer=reviewer,
+    )
+
+
 def revise(candidate: Candidate, reviewer: User, **changes: Any) -> Candidate:
     latest = candidate.latest
     assert latest is not None

@@ -23,6 +23,7 @@ from tests.review.conftest import (
     make_candidate,
     make_canned_reasons,
     make_user,
+    reject,
     revise,
 )
 from tests.review.factories import assert_error, create_token, propose_body
@@ -45,17 +46,6 @@ def client_for(user: User) -> Client:
     client = Client()
     client.force_login(user)
     return client
-
-
-def reject(candidate: Candidate, reviewer: User, reason: str) -> Candidate:
-    """Reject the candidate's current version."""
-    return services.candidate_reject(
-        scope_id=candidate.scope_id,
-        candidate_id=candidate.candidate_id,
-        expected_version=candidate.version,
-        reason=reason,
-        reviewer=reviewer,
-    )
 
 
 def written(candidate: Candidate) -> int:

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from review import services
 from review.models import Candidate
 from tests.review.conftest import (
     PASSWORD,
@@ -27,6 +26,7 @@ from tests.review.conftest import (
     experience,
     make_candidate,
     make_update_candidate,
+    reject,
     skill,
 )
 from tests.review.test_inbox_browser import _log_in, _shot, chromium
@@ -298,13 +298,7 @@ def test_the_take_back_and_near_duplicate_pages_fit_a_phone(reviewer: User, live
     original = approve(make_candidate(SCOPES[0], proposal=experience(lesson=lesson)), reviewer)
     copy = make_candidate(SCOPES[0], proposal=experience(lesson=lesson + " Always."))
     rejected = make_candidate(SCOPES[1])
-    services.candidate_reject(
-        scope_id=rejected.scope_id,
-        candidate_id=rejected.candidate_id,
-        expected_version=1,
-        reason="Not a lesson.",
-        reviewer=reviewer,
-    )
+    reject(rejected, reviewer, "Not a lesson.")
     with chromium() as browser:
         page = _log_in(browser, live_server.url, "reviewer")
         page.set_viewport_size(PHONE)

@@ -16,9 +16,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from powercontext.core.models import Artifact
-from review import services
 from review.models import Candidate, ReviewAction
-from tests.review.conftest import approve, experience, make_candidate, make_update_candidate
+from tests.review.conftest import approve, experience, make_candidate, make_update_candidate, reject
 from tests.review.test_inbox_browser import SCOPE, _log_in, _prepare, chromium
 from tests.review.test_inbox_layout_browser import _axe
 
@@ -35,13 +34,7 @@ def test_reopen_a_rejection_from_its_page_proposes_it_again_and_the_audit_says_w
     from playwright.sync_api import expect
 
     rejected = make_candidate(SCOPE, proposal=experience(lesson="Pin the axolotl cache to one region."))
-    services.candidate_reject(
-        scope_id=SCOPE,
-        candidate_id=rejected.candidate_id,
-        expected_version=1,
-        reason="Looked wrong at first.",
-        reviewer=reviewer,
-    )
+    reject(rejected, reviewer, "Looked wrong at first.")
     with chromium() as browser:
         page = _log_in(browser, live_server.url, "reviewer")
         page.goto(f"/review/candidates/{rejected.pk}/")

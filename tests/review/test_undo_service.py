@@ -18,6 +18,7 @@ from review.models import Candidate, ReviewAction, ReviewDecision
 from review.services import undo
 from tests.powercontext.test_concurrency import run_together
 from tests.review.conftest import approve as _approve
+from tests.review.conftest import reject
 from tests.review.factories import experience_proposal, make_approved, make_candidate, make_reviewer
 
 pytestmark = pytest.mark.django_db
@@ -36,19 +37,9 @@ def _decisions() -> list[tuple[int, str, int, int | None]]:
     )
 
 
-def _reject(candidate: Candidate, reviewer: Any, reason: str = "Too vague.") -> Candidate:
-    return services.candidate_reject(
-        scope_id=candidate.scope_id,
-        candidate_id=candidate.candidate_id,
-        expected_version=candidate.version,
-        reason=reason,
-        reviewer=reviewer,
-    )
-
-
 def test_undo_of_a_rejection_reopens_it_as_a_new_pending_candidate() -> None:
     reviewer = make_reviewer()
-    rejected = _reject(make_candidate(), reviewer)
+    rejected = reject(make_candidate(), reviewer)
     before = _decisions()
 
     copy = undo.decision_undo(candidate_pk=rejected.pk, reviewer=reviewer)
@@ -136,7 +127,7 @@ def test_undo_is_refused_when_the_head_moved_since_and_nothing_changes() -> None
 
 def test_only_the_reviewer_who_decided_may_undo() -> None:
     reviewer, other = make_reviewer(), make_reviewer("other")
-    rejected = _reject(make_candidate(), reviewer)
+    rejected = reject(make_candidate(), reviewer)
 
     with pytest.raises(undo.UndoForbidden):
         undo.decision_undo(candidate_pk=rejected.pk, reviewer=other)
@@ -148,7 +139,7 @@ def test_only_the_reviewer_who_decided_may_undo() -> None:
 def test_undo_is_bounded_by_the_window_setting(settings: Any) -> None:
     settings.POWERCONTEXT_REVIEW_UNDO_MINUTES = 10
     reviewer = make_reviewer()
-    rejected = _reject(make_candidate(), reviewer)
+    rejected = reject(make_candidate(), reviewer)
     decided_at = ReviewDecision.objects.get(candidate=rejected).decided_at
 
     with pytest.raises(undo.UndoExpired) as raised:
@@ -181,8 +172,8 @@ def test_a_pending_candidate_has_nothing_to_undo() -> None:
 
 def test_a_batch_is_undone_item_by_item_and_reports_what_could_not_be() -> None:
     reviewer, other = make_reviewer(), make_reviewer("other")
-    mine = [_reject(make_candidate(), reviewer) for _ in range(2)]
-    theirs = _reject(make_candidate(), other)
+    mine = [reject(make_candidate(), reviewer) for _ in range(2)]
+    theirs = reject(make_candidate(), other)
 
     outcomes = undo.decisions_undo(candidate_pks=[mine[0].pk, theirs.pk, mine[1].pk], reviewer=reviewer)
 
