@@ -27,13 +27,13 @@ Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relev
 
 from __future__ import annotations
 
-import bisect
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
@@ -42,13 +42,17 @@ from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
     MEMORY_FAMILY,
     Artifact,
-    MemoryEntryVersion,
     MemoryMembership,
     MemorySearchDocument,
 )
 from powercontext.search import analyzer, embedding, relevance, vector_inprocess
 from powercontext.search.engines import scope_tokens
 from powercontext.search.indexes import MEMORY_INDEX
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from powercontext.search.lazy_numpy import np
 
 LEXICAL_DEPTH = 100  # full-text rows read (their BM25 feeds the neighbours' smoothed scores)
 VECTOR_DEPTH = 50
@@ -68,7 +72,17 @@ _ORDER_SQL = (
     f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' ORDER BY m.id"
 )
 
-_order_cache: OrderedDict[str, tuple[int, list[int]]] = OrderedDict()
+
+@dataclass(frozen=True)
+class _Order:
+    """A head's active membership ids, ascending (a membership id's place in it is its
+    position)."""
+
+    revision: int
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+
+
+_order_cache: OrderedDict[str, _Order] = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -77,39 +91,33 @@ def clear_cache() -> None:
         _order_cache.clear()
 
 
-def _active_order(scope_id: str, revision: int) -> list[int] | None:
+def _active_order(scope_id: str, revision: int) -> _Order | None:
     """The head's active membership ids in order (cached per scope and head revision); None when
     the head has moved on from ``revision``."""
     with _lock:
         cached = _order_cache.get(scope_id)
-        if cached is not None and cached[0] == revision:
+        if cached is not None and cached.revision == revision:
             _order_cache.move_to_end(scope_id)
-            return cached[1]
+            return cached
     with connection.cursor() as cursor:
         cursor.execute(_ORDER_SQL, [scope_id])
         rows = cursor.fetchall()
     if not rows or int(rows[0][0]) != revision:
         return None
-    ids = [int(row[1]) for row in rows]
+    order = _Order(revision, np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)))
     with _lock:
-        _order_cache[scope_id] = (revision, ids)
+        _order_cache[scope_id] = order
         while len(_order_cache) > CACHE_SCOPES:
             _order_cache.popitem(last=False)
-    return ids
+    return order
 
 
-def _neighbours(order: list[int], pk: int) -> list[tuple[int, float]]:
-    """(membership id, weight) of the entries within ``NEIGHBOUR_SPAN`` of ``pk`` in ``order``."""
-    at = bisect.bisect_left(order, pk)
-    if at >= len(order) or order[at] != pk:
-        return []
-    found = []
-    for distance in range(1, NEIGHBOUR_SPAN + 1):
-        weight = NEIGHBOUR_DECAY ** (distance - 1)
-        for index in (at - distance, at + distance):
-            if 0 <= index < len(order):
-                found.append((order[index], weight))
-    return found
+def _positions(ids: np.ndarray[Any, Any], keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Each key's position in the ascending ``ids``, -1 where it is not there."""
+    if not len(ids):
+        return np.full(len(keys), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
+    return np.where(ids[at] == keys, at, -1)
 
 
 @lru_cache(maxsize=4096)
@@ -124,10 +132,6 @@ def speaker_named(text: str, query_terms: set[str]) -> bool:
         return False
     words = _speaker_words(match.group(1))
     return bool(words) and all(word in query_terms for word in words)
-
-
-def _top(scores: dict[int, float], depth: int) -> list[int]:
-    return sorted((pk for pk, value in scores.items() if value > 0), key=lambda pk: (-scores[pk], pk))[:depth]
 
 
 _DOCS_SQL = (
@@ -167,34 +171,107 @@ def index_counts(
     return counted
 
 
-def _cosines(scope_id: str, query: str, pks: Sequence[int], rows: dict[int, MemoryHit]) -> dict[int, float]:
-    """Raw cosines by membership id: from the in-process matrix that ranked the vectors (a
-    product over the candidates), else read from the stored vectors of the rows known."""
+def _cosines(
+    scope_id: str, query: str, ids: np.ndarray[Any, Any], rows: dict[int, MemoryHit], revision: int | None
+) -> np.ndarray[Any, Any]:
+    """Raw cosines of the memberships ``ids`` (NaN: unknown): from the in-process matrix that
+    ranked the vectors (a product over the candidates; ``revision``: the head that ranking saw),
+    else read from the stored vectors of the rows known."""
+    found = np.full(len(ids), np.nan)
     model = embedding.embedder()
-    if model is None or not pks:
-        return {}
-    by_pk = vector_inprocess.memory_cosines(scope_id, model.model_id, model.embed_query(query), pks)
-    if by_pk is not None:
-        return by_pk
-    known = [rows[pk] for pk in pks if pk in rows]
+    if model is None or not len(ids):
+        return found
+    by_id = vector_inprocess.memory_cosines(scope_id, model.model_id, model.embed_query(query), ids, revision)
+    if by_id is not None:
+        return by_id
+    keys = ids.tolist()
+    known = [rows[pk] for pk in keys if pk in rows]
     by_version = relevance.memory_similarities(scope_id, query, known)
-    return {row.key: by_version[row.entry_version_id] for row in known if row.entry_version_id in by_version}
+    for i, pk in enumerate(keys):
+        if pk in rows and rows[pk].entry_version_id in by_version:
+            found[i] = by_version[rows[pk].entry_version_id]
+    return found
 
 
-_TEXTS_SQL = (
-    f"SELECT m.id, v.text FROM {MemoryMembership._meta.db_table} m"
-    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
-    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND m.id IN ({{ids}})"
-)
+_AROUND = (-1, 1, -2, 2)  # neighbour offsets, in the order their shares are added
+_PAD = NEIGHBOUR_SPAN
 
 
-def _texts(scope_id: str, pks: Sequence[int]) -> dict[int, str]:
-    """The texts of active memberships of the scope's current head (one statement)."""
-    if not pks:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(_TEXTS_SQL.format(ids=", ".join(["%s"] * len(pks))), [scope_id, *pks])
-        return {int(pk): str(text) for pk, text in cursor.fetchall()}
+@dataclass(frozen=True)
+class _Slots:
+    """Where values sit in one rank's arrays: ``_PAD`` zeros, the head's active entries in
+    order, ``_PAD`` zeros, then the pool's entries outside that order (none unless the head
+    moved). A neighbour beyond either end, or any neighbour of an entry outside the order,
+    reads a zero: it adds nothing, as an absent neighbour does."""
+
+    order: np.ndarray[Any, Any]  # the head's active membership ids, ascending
+    outside: np.ndarray[Any, Any]  # pool membership ids not in it, ascending
+
+    @property
+    def size(self) -> int:
+        return len(self.order) + 2 * _PAD + len(self.outside)
+
+    def ids(self, at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The membership ids in the slots ``at`` (none of them padding)."""
+        pad = np.zeros(_PAD, dtype=np.int64)
+        return np.concatenate([pad, self.order, pad, self.outside])[at]
+
+    def of(self, keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The slot of each membership id (-1: none)."""
+        at = _positions(self.order, keys)
+        beyond = _positions(self.outside, keys)
+        return np.where(at >= 0, at + _PAD, np.where(beyond >= 0, beyond + len(self.order) + 2 * _PAD, -1))
+
+    def values(self, keys: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """An array holding ``values`` at the slots of ``keys`` (those with a slot), 0 elsewhere."""
+        out = np.zeros(self.size)
+        slots = self.of(keys)
+        out[slots[slots >= 0]] = values[slots >= 0]
+        return out
+
+
+def _pool_and_neighbours(order: _Order | None, pool: list[int]) -> tuple[_Slots, np.ndarray[Any, Any]]:
+    """The slots, and the candidates as slots: the pool's entries and their neighbours (within
+    ``NEIGHBOUR_SPAN`` in the order), ascending."""
+    ids = order.ids if order is not None else np.zeros(0, dtype=np.int64)
+    keys = np.asarray(pool, dtype=np.int64)
+    at = _positions(ids, keys)
+    slots = _Slots(ids, np.unique(keys[at < 0]))
+    near = (at[at >= 0][:, None] + np.arange(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1)).ravel()
+    inside = np.unique(near[(near >= 0) & (near < len(ids))]) + _PAD
+    beyond = np.arange(len(ids) + 2 * _PAD, slots.size)
+    return slots, np.concatenate([inside, beyond])
+
+
+def _smoothed(
+    values: np.ndarray[Any, Any], slots: _Slots, at: np.ndarray[Any, Any], weight: float
+) -> np.ndarray[Any, Any]:
+    """Each candidate's value plus ``weight`` times its neighbours' (a neighbour at distance d
+    counts ``NEIGHBOUR_DECAY ** (d - 1)``), added in the order ``_AROUND`` lists them."""
+    inside = at < len(slots.order) + _PAD  # outside the order: no neighbours
+    around = np.zeros(len(at))
+    for offset in _AROUND:
+        share = NEIGHBOUR_DECAY ** (abs(offset) - 1)
+        around = around + share * values[np.where(inside, at + offset, 0)]
+    return values[at] + weight * around
+
+
+def _top(ids: np.ndarray[Any, Any], scores: np.ndarray[Any, Any], depth: int) -> np.ndarray[Any, Any]:
+    """Indexes of the ``depth`` best positive scores, best first, ties by membership id."""
+    positive = np.flatnonzero(scores > 0)
+    return positive[np.lexsort((ids[positive], -scores[positive]))][:depth]
+
+
+def _fused(
+    ids: np.ndarray[Any, Any], rankings: Sequence[tuple[float, np.ndarray[Any, Any]]]
+) -> np.ndarray[Any, Any]:
+    """Weighted reciprocal-rank fusion over the candidates (0: in no ranking)."""
+    from powercontext.search import vectors  # vectors imports this module's callers
+
+    fused = np.zeros(len(ids))
+    for weight, ranking in rankings:
+        fused[ranking] = fused[ranking] + weight / (vectors.RRF_K + np.arange(1, len(ranking) + 1))
+    return fused
 
 
 def rank_memory(
@@ -221,57 +298,51 @@ def rank_memory(
     query_terms = analyzer.query_terms(query)
     figures = relevance.scope_figures(MEMORY_INDEX, scope_id, query_terms, revision)
     counted = index_counts(scope_id, [row.key for row in lexical], query_terms)
-    bm25 = {row.key: relevance.bm25(figures, query_terms, row.text, counted.get(row.key)) for row in lexical}
+    bm25 = [relevance.bm25(figures, query_terms, row.text, counted.get(row.key)) for row in lexical]
     pool = list(
         dict.fromkeys([row.key for row in lexical[:POOL_DEPTH]] + [row.key for row in semantic[:POOL_DEPTH]])
     )
-    texts = {pk: row.text for pk, row in rows.items()}
-    order = _active_order(scope_id, revision)
-    adjacent: dict[int, list[tuple[int, float]]] = {}
-    if order is not None:
-        adjacent = {pk: _neighbours(order, pk) for pk in pool}
-        # Found by neither ranking: only their texts now (the speaker prior); full rows are read
-        # for those that make the window.
-        texts.update(
-            _texts(scope_id, sorted({pk for around in adjacent.values() for pk, _ in around} - texts.keys()))
-        )
-    candidates = [
-        pk
-        for pk in dict.fromkeys([*pool, *(p for around in adjacent.values() for p, _ in around)])
-        if pk in texts
-    ]
-    if order is not None:  # the neighbours' own neighbours count too (where their scores are known)
-        adjacent.update({pk: _neighbours(order, pk) for pk in candidates if pk not in adjacent})
-    # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0).
-    cosine = _cosines(scope_id, query, candidates, rows)
-
-    def smoothed(values: dict[int, float], weight: float, pk: int) -> float:
-        around = sum(share * values.get(p, 0.0) for p, share in adjacent.get(pk, ()))
-        return values.get(pk, 0.0) + weight * around
-
-    cos_values = {pk: max(0.0, cosine[pk]) for pk in candidates if pk in cosine}
-    lexical_rank = _top({pk: smoothed(bm25, LEXICAL_NEIGHBOUR_WEIGHT, pk) for pk in candidates}, POOL_DEPTH)
-    vector_rank = _top(
-        {pk: smoothed(cos_values, VECTOR_NEIGHBOUR_WEIGHT, pk) for pk in candidates}, POOL_DEPTH
-    )
-    fused: dict[int, float] = {}
-    for weight, ranking in ((vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)):
-        for rank, pk in enumerate(ranking, start=1):
-            fused[pk] = fused.get(pk, 0.0) + weight / (vectors.RRF_K + rank)
-    best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if vector_rank else 0.0)) / (vectors.RRF_K + 1)
+    slots, at = _pool_and_neighbours(_active_order(scope_id, revision), pool)
+    ids = slots.ids(at)
+    # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0);
+    # the vector ranking just read the matrix at this revision when it found anything.
+    cosine = _cosines(scope_id, query, ids, rows, revision if semantic else None)
+    lexical_values = slots.values(np.asarray([row.key for row in lexical], dtype=np.int64), np.asarray(bm25))
+    known = ~np.isnan(cosine)
+    cos_values = np.zeros(slots.size)
+    cos_values[at[known]] = np.maximum(cosine[known], 0.0)
+    lexical_rank = _top(ids, _smoothed(lexical_values, slots, at, LEXICAL_NEIGHBOUR_WEIGHT), POOL_DEPTH)
+    vector_rank = _top(ids, _smoothed(cos_values, slots, at, VECTOR_NEIGHBOUR_WEIGHT), POOL_DEPTH)
+    fused = _fused(ids, [(vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)])
+    best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if len(vector_rank) else 0.0)) / (vectors.RRF_K + 1)
+    found = np.flatnonzero(fused > 0)
+    scores = fused[found] / best
     query_words = set(analyzer.analyze(query))
-    weights = relevance.idf_weights(figures, relevance.content_terms(query))
+    # Rows for the entries found by neither ranking (their texts for the speaker prior), read
+    # only for those that could make the window with the prior.
+    prior = SPEAKER_PRIOR if query_words else 0.0
+    cut = np.sort(scores)[-limit] if len(scores) >= limit > 0 else -np.inf
+    wanted = [
+        pk
+        for pk, score in zip(ids[found].tolist(), scores.tolist(), strict=True)
+        if pk not in rows and score + prior >= cut
+    ]
+    texts = {pk: row.text for pk, row in rows.items()}
+    for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in wanted]):
+        texts[row.key] = row.text
+        if row.revision == revision:  # matched_by set below
+            rows[row.key] = row
+    keys = ids[found].tolist()
     scored = {
-        pk: value / best + (SPEAKER_PRIOR if speaker_named(texts[pk], query_words) else 0.0)
-        for pk, value in fused.items()
+        pk: score + (SPEAKER_PRIOR if pk in texts and speaker_named(texts[pk], query_words) else 0.0)
+        for pk, score in zip(keys, scores.tolist(), strict=True)
     }
+    similarity = dict(zip(ids[known].tolist(), cosine[known].tolist(), strict=True))
+    weights = relevance.idf_weights(figures, relevance.content_terms(query))
     channels = {row.key: set(row.matched_by) for row in lexical}
     for row in semantic:
         channels.setdefault(row.key, set()).update(row.matched_by)
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
-    for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in ranked if pk not in rows]):
-        if row.revision == revision:  # matched_by set below
-            rows[row.key] = row
     ranked = [pk for pk in ranked if pk in rows]  # a neighbour gone since: left out
     counted.update(index_counts(scope_id, [pk for pk in ranked if pk not in counted], query_terms))
     held = {pk: set(counts) for pk, (counts, _) in counted.items()}
@@ -280,7 +351,7 @@ def rank_memory(
             rows[pk],
             score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
-            similarity=cosine.get(pk),
+            similarity=similarity.get(pk),
             lexical_share=relevance.lexical_share(weights, [rows[pk].text], held=held.get(pk)),
         )
         for pk in ranked

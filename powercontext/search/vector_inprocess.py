@@ -26,6 +26,7 @@ head pk.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -64,6 +65,20 @@ class _ScopeVectors:
 _cache: ScopeLRU[_ScopeVectors] = ScopeLRU(
     "memory", lambda v: nbytes(v.revision, v.max_id, v.membership_ids, v.matrix)
 )
+
+
+@dataclass(frozen=True)
+class _RowMap:
+    """A cached matrix's membership ids ascending, and the matrix row of each (None: the rows are
+    in that order already); used while that matrix is the scope's (a weak reference: the map never
+    keeps an evicted matrix alive)."""
+
+    vectors: weakref.ref[_ScopeVectors]
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+    rows: np.ndarray[Any, np.dtype[np.int64]] | None
+
+
+_row_maps: ScopeLRU[_RowMap] = ScopeLRU("memory_rows", lambda m: nbytes(m.ids, m.rows))
 
 
 def _head_and_max_id(scope_id: str) -> tuple[int, int]:
@@ -375,15 +390,42 @@ def _experience_order(
     return order, scores
 
 
+def _row_map(scope_id: str, vectors: _ScopeVectors) -> _RowMap:
+    """``vectors``' membership ids ascending and their matrix rows (cached with the matrix)."""
+    cached = _row_maps.get(scope_id)
+    if cached is not None and cached.vectors() is vectors:
+        return cached
+    ids = vectors.membership_ids
+    rows = None if bool(np.all(ids[1:] > ids[:-1])) else np.argsort(ids, kind="stable")
+    found = _RowMap(weakref.ref(vectors), ids if rows is None else ids[rows], rows)
+    _row_maps.put(scope_id, found)
+    return found
+
+
 def memory_cosines(
-    scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], membership_ids: Sequence[int]
-) -> dict[int, float] | None:
-    """The raw cosine to the query of each given membership that is active in the scope's
-    current head and has a vector (others are absent), from the same cached matrix as
-    ``rank_memory``; None when the scope has no Memory head."""
-    vectors = _scope_vectors(scope_id, model_id)
+    scope_id: str,
+    model_id: str,
+    query_vector: np.ndarray[Any, Any],
+    membership_ids: np.ndarray[Any, np.dtype[np.int64]],
+    revision: int | None = None,
+) -> np.ndarray[Any, np.dtype[np.float64]] | None:
+    """The raw cosine to the query of each given membership (NaN: not active in the scope's
+    current head, or without a vector), from the same cached matrix as ``rank_memory``, in one
+    product over their rows in matrix order; None when the scope has no Memory head. With the
+    ``revision`` a ranking of this call just saw, a cached matrix of that revision is used without
+    reading the head again."""
+    vectors = _cache.get(scope_id) if revision is not None else None
+    if vectors is None or vectors.revision != revision:
+        vectors = _scope_vectors(scope_id, model_id)
     if vectors is None:
         return None
-    rows = np.flatnonzero(np.isin(vectors.membership_ids, np.asarray(membership_ids, dtype=np.int64)))
-    scores = vectors.matrix[rows] @ query_vector
-    return {int(vectors.membership_ids[i]): float(score) for i, score in zip(rows, scores, strict=True)}
+    cosines = np.full(len(membership_ids), np.nan)
+    if not len(vectors.membership_ids):
+        return cosines
+    found = _row_map(scope_id, vectors)
+    at = np.minimum(np.searchsorted(found.ids, membership_ids), len(found.ids) - 1)
+    known = np.flatnonzero(found.ids[at] == membership_ids)
+    rows = at[known] if found.rows is None else found.rows[at[known]]
+    by_row = np.argsort(rows)
+    cosines[known[by_row]] = vectors.matrix[rows[by_row]] @ query_vector
+    return cosines
