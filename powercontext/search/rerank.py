@@ -28,26 +28,13 @@ Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relev
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from django.db import connection
-
 from powercontext.core.hits import MemoryHit
-from powercontext.core.models import (
-    MEMORY_ARTIFACT_ID,
-    MEMORY_FAMILY,
-    Artifact,
-    MemoryMembership,
-    MemorySearchDocument,
-)
-from powercontext.search import analyzer, embedding, relevance, vector_inprocess
-from powercontext.search.engines import scope_tokens
-from powercontext.search.indexes import MEMORY_INDEX
+from powercontext.search import analyzer, embedding, relevance, rerank_state, vector_inprocess
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,54 +49,11 @@ NEIGHBOUR_DECAY = 0.5
 LEXICAL_NEIGHBOUR_WEIGHT = 0.5
 VECTOR_NEIGHBOUR_WEIGHT = 0.2
 SPEAKER_PRIOR = 0.2
-CACHE_SCOPES = 256
 _SPEAKER = re.compile(r"\s*([^\s:][^:\n]{0,40}):\s")
-
-_ORDER_SQL = (
-    f"SELECT a.current_revision, m.id FROM {MemoryMembership._meta.db_table} m"
-    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
-    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
-    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' ORDER BY m.id"
-)
-
-
-@dataclass(frozen=True)
-class _Order:
-    """A head's active membership ids, ascending (a membership id's place in it is its
-    position)."""
-
-    revision: int
-    ids: np.ndarray[Any, np.dtype[np.int64]]
-
-
-_order_cache: OrderedDict[str, _Order] = OrderedDict()
-_lock = threading.Lock()
 
 
 def clear_cache() -> None:
-    with _lock:
-        _order_cache.clear()
-
-
-def _active_order(scope_id: str, revision: int) -> _Order | None:
-    """The head's active membership ids in order (cached per scope and head revision); None when
-    the head has moved on from ``revision``."""
-    with _lock:
-        cached = _order_cache.get(scope_id)
-        if cached is not None and cached.revision == revision:
-            _order_cache.move_to_end(scope_id)
-            return cached
-    with connection.cursor() as cursor:
-        cursor.execute(_ORDER_SQL, [scope_id])
-        rows = cursor.fetchall()
-    if not rows or int(rows[0][0]) != revision:
-        return None
-    order = _Order(revision, np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)))
-    with _lock:
-        _order_cache[scope_id] = order
-        while len(_order_cache) > CACHE_SCOPES:
-            _order_cache.popitem(last=False)
-    return order
+    rerank_state.clear_cache()
 
 
 def _positions(ids: np.ndarray[Any, Any], keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -132,43 +76,6 @@ def speaker_named(text: str, query_terms: set[str]) -> bool:
         return False
     words = _speaker_words(match.group(1))
     return bool(words) and all(word in query_terms for word in words)
-
-
-_DOCS_SQL = (
-    f"SELECT membership_id, length, terms FROM {MemorySearchDocument._meta.db_table}"
-    f" WHERE membership_id IN ({{ids}})"
-)
-
-
-def _token_count(terms: str, token: str, postgres: bool) -> int:
-    """Occurrences of ``token`` in a document's stored ``terms`` (``engines``' formats)."""
-    if not postgres:  # space-separated tokens
-        return terms.split().count(token)
-    at = f" {terms}".find(f" {token}:")  # "token:1,5,9 other:2"
-    if at < 0:
-        return 0
-    positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
-    return positions.count(",") + 1
-
-
-def index_counts(
-    scope_id: str, membership_ids: Sequence[int], terms: Sequence[str]
-) -> dict[int, tuple[dict[str, int], int]]:
-    """For each membership: (occurrences of each of ``terms`` it holds, its length in terms),
-    read from its full-text index row (one statement; no text analysis). Memberships without
-    an index row are absent."""
-    if not membership_ids:
-        return {}
-    tokens = dict(zip(scope_tokens(scope_id, terms), terms, strict=True))
-    postgres = connection.vendor == "postgresql"
-    with connection.cursor() as cursor:
-        cursor.execute(_DOCS_SQL.format(ids=", ".join(["%s"] * len(membership_ids))), list(membership_ids))
-        found = cursor.fetchall()
-    counted: dict[int, tuple[dict[str, int], int]] = {}
-    for pk, length, stored in found:
-        counts = {term: n for token, term in tokens.items() if (n := _token_count(stored, token, postgres))}
-        counted[int(pk)] = (counts, int(length))
-    return counted
 
 
 def _cosines(
@@ -230,15 +137,20 @@ class _Slots:
         return out
 
 
-def _pool_and_neighbours(order: _Order | None, pool: list[int]) -> tuple[_Slots, np.ndarray[Any, Any]]:
+def _pool_and_neighbours(
+    order: rerank_state.Head | None, pool: list[int]
+) -> tuple[_Slots, np.ndarray[Any, Any]]:
     """The slots, and the candidates as slots: the pool's entries and their neighbours (within
     ``NEIGHBOUR_SPAN`` in the order), ascending."""
     ids = order.ids if order is not None else np.zeros(0, dtype=np.int64)
     keys = np.asarray(pool, dtype=np.int64)
     at = _positions(ids, keys)
-    slots = _Slots(ids, np.unique(keys[at < 0]))
-    near = (at[at >= 0][:, None] + np.arange(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1)).ravel()
-    inside = np.unique(near[(near >= 0) & (near < len(ids))]) + _PAD
+    slots = _Slots(ids, np.sort(keys[at < 0]))
+    near = np.zeros(len(ids) + 2 * _PAD, dtype=bool)  # by slot
+    for offset in range(-NEIGHBOUR_SPAN, NEIGHBOUR_SPAN + 1):
+        near[at[at >= 0] + _PAD + offset] = True
+    near[:_PAD] = near[len(ids) + _PAD :] = False
+    inside = np.flatnonzero(near)
     beyond = np.arange(len(ids) + 2 * _PAD, slots.size)
     return slots, np.concatenate([inside, beyond])
 
@@ -274,6 +186,11 @@ def _fused(
     return fused
 
 
+def _holds(known: rerank_state.Head | None, pk: int) -> bool:
+    """Whether ``known`` holds the index row of membership ``pk``."""
+    return known is not None and pk in known.docs
+
+
 def rank_memory(
     scope_id: str,
     query: str,
@@ -296,21 +213,22 @@ def rank_memory(
     # BM25 again with the scope's own document count and average length (FTS5 counts the whole
     # table's): the smoothing adds scores across entries, so their scale matters, not only order.
     query_terms = analyzer.query_terms(query)
-    figures = relevance.scope_figures(MEMORY_INDEX, scope_id, query_terms, revision)
-    counted = index_counts(scope_id, [row.key for row in lexical], query_terms)
+    known = rerank_state.head(scope_id, revision)
+    figures = rerank_state.figures(scope_id, query_terms, revision, known)
+    counted = rerank_state.index_counts(scope_id, [row.key for row in lexical], query_terms, known)
     bm25 = [relevance.bm25(figures, query_terms, row.text, counted.get(row.key)) for row in lexical]
     pool = list(
         dict.fromkeys([row.key for row in lexical[:POOL_DEPTH]] + [row.key for row in semantic[:POOL_DEPTH]])
     )
-    slots, at = _pool_and_neighbours(_active_order(scope_id, revision), pool)
+    slots, at = _pool_and_neighbours(known, pool)
     ids = slots.ids(at)
     # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0);
     # the vector ranking just read the matrix at this revision when it found anything.
     cosine = _cosines(scope_id, query, ids, rows, revision if semantic else None)
     lexical_values = slots.values(np.asarray([row.key for row in lexical], dtype=np.int64), np.asarray(bm25))
-    known = ~np.isnan(cosine)
+    has_cosine = ~np.isnan(cosine)
     cos_values = np.zeros(slots.size)
-    cos_values[at[known]] = np.maximum(cosine[known], 0.0)
+    cos_values[at[has_cosine]] = np.maximum(cosine[has_cosine], 0.0)
     lexical_rank = _top(ids, _smoothed(lexical_values, slots, at, LEXICAL_NEIGHBOUR_WEIGHT), POOL_DEPTH)
     vector_rank = _top(ids, _smoothed(cos_values, slots, at, VECTOR_NEIGHBOUR_WEIGHT), POOL_DEPTH)
     fused = _fused(ids, [(vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)])
@@ -318,34 +236,39 @@ def rank_memory(
     found = np.flatnonzero(fused > 0)
     scores = fused[found] / best
     query_words = set(analyzer.analyze(query))
-    # Rows for the entries found by neither ranking (their texts for the speaker prior), read
-    # only for those that could make the window with the prior.
+    # Rows for the entries found by neither ranking (their texts for the speaker prior) and
+    # index rows not yet known, read only for those that could make the window with the prior.
     prior = SPEAKER_PRIOR if query_words else 0.0
     cut = np.sort(scores)[-limit] if len(scores) >= limit > 0 else -np.inf
     wanted = [
         pk
         for pk, score in zip(ids[found].tolist(), scores.tolist(), strict=True)
-        if pk not in rows and score + prior >= cut
+        if score + prior >= cut and (pk not in rows or (pk not in counted and not _holds(known, pk)))
     ]
     texts = {pk: row.text for pk, row in rows.items()}
-    for row in vectors.read_hits(scope_id, [(pk, 0.0) for pk in wanted]):
-        texts[row.key] = row.text
-        if row.revision == revision:  # matched_by set below
+    hits, docs = rerank_state.read_rows(scope_id, wanted, known)
+    for row in hits:
+        texts.setdefault(row.key, row.text)
+        if row.key not in rows and row.revision == revision:  # matched_by set below
             rows[row.key] = row
     keys = ids[found].tolist()
     scored = {
         pk: score + (SPEAKER_PRIOR if pk in texts and speaker_named(texts[pk], query_words) else 0.0)
         for pk, score in zip(keys, scores.tolist(), strict=True)
     }
-    similarity = dict(zip(ids[known].tolist(), cosine[known].tolist(), strict=True))
+    similarity = dict(zip(ids[has_cosine].tolist(), cosine[has_cosine].tolist(), strict=True))
     weights = relevance.idf_weights(figures, relevance.content_terms(query))
     channels = {row.key: set(row.matched_by) for row in lexical}
     for row in semantic:
         channels.setdefault(row.key, set()).update(row.matched_by)
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
     ranked = [pk for pk in ranked if pk in rows]  # a neighbour gone since: left out
-    counted.update(index_counts(scope_id, [pk for pk in ranked if pk not in counted], query_terms))
-    held = {pk: set(counts) for pk, (counts, _) in counted.items()}
+    counted.update(
+        rerank_state.index_counts(
+            scope_id, [pk for pk in ranked if pk not in counted], query_terms, known, docs
+        )
+    )
+    held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
     return [
         replace(
             rows[pk],

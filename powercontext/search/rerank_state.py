@@ -1,0 +1,206 @@
+"""What prepare's Memory ranking (``rerank``) keeps of one scope's head between calls.
+
+Per scope, for one head revision: the active membership ids in order (the neighbours), and,
+filled as calls ask for them, the full-text index rows read (a membership's row never changes
+while it is active) and the document frequencies of the terms asked for. A call citing another
+revision starts afresh, so a write (which moves the head) never serves what an earlier head
+held. Entries live in the vector cache (``vector_cache``: one bound in bytes with the vectors,
+least recently used scopes first; cleared with it).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from powercontext.core.hits import MemoryHit
+from powercontext.core.models import (
+    MEMORY_ARTIFACT_ID,
+    MEMORY_FAMILY,
+    Artifact,
+    MemoryEntry,
+    MemoryEntryVersion,
+    MemoryMembership,
+    MemorySearchDocument,
+)
+from powercontext.search import relevance
+from powercontext.search.engines import scope_tokens
+from powercontext.search.indexes import MEMORY_INDEX
+from powercontext.search.queries import memory_hit
+from powercontext.search.vector_cache import ScopeLRU
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from powercontext.search.lazy_numpy import np
+
+_ORDER_SQL = (
+    f"SELECT a.current_revision, m.id FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' ORDER BY m.id"
+)
+_DOCS_SQL = (
+    f"SELECT membership_id, length, terms FROM {MemorySearchDocument._meta.db_table}"
+    f" WHERE membership_id IN ({{ids}})"
+)
+# Hits as ``vectors.read_hits`` reads them, with their index rows. The scope is compared as an
+# expression: SQLite would otherwise walk the scope's whole head by its (scope, to_revision)
+# index rather than look the few ids up by primary key (4x slower at 1,000 entries).
+_ROWS_SQL = (
+    f"SELECT m.id, e.entry_id, v.entry_version_id, v.text, a.current_revision, d.length, d.terms"
+    f" FROM {MemoryMembership._meta.db_table} m"
+    f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
+    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+    f" LEFT JOIN {MemorySearchDocument._meta.db_table} d ON d.membership_id = m.id"
+    f" WHERE m.id IN ({{ids}}) AND m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'"
+)
+
+Document = tuple[int, str]  # an index row: (length in terms, stored terms)
+
+
+@dataclass
+class Head:
+    """One scope's head at ``revision``: its active membership ids, ascending (a membership's
+    place in them is its position), and what calls have read of it so far. ``docs`` and
+    ``frequencies`` only grow, under ``_lock``; ``size`` is their bytes with the ids'."""
+
+    revision: int
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+    docs: dict[int, Document] = field(default_factory=dict)  # membership id -> (length, terms)
+    frequencies: dict[str, int] = field(default_factory=dict)  # index term -> documents holding it
+    size: int = 0
+
+
+_heads: ScopeLRU[Head] = ScopeLRU("rerank", lambda head: head.size)
+_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    _heads.clear()
+
+
+def head(scope_id: str, revision: int) -> Head | None:
+    """The scope's head at ``revision`` (cached); None when the head has moved on from it."""
+    cached = _heads.get(scope_id)
+    if cached is not None and cached.revision == revision:
+        return cached
+    with connection.cursor() as cursor:
+        cursor.execute(_ORDER_SQL, [scope_id])
+        rows = cursor.fetchall()
+    if not rows or int(rows[0][0]) != revision:
+        return None
+    ids = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))
+    found = Head(revision, ids, size=ids.nbytes + sys.getsizeof(revision))
+    _heads.put(scope_id, found)
+    return found
+
+
+def _grown(scope_id: str, known: Head, added: int) -> None:
+    """Count ``added`` bytes more for ``known`` (put again: the cache's sum follows)."""
+    with _lock:
+        known.size += added
+    if _heads.get(scope_id) is known:
+        _heads.put(scope_id, known)
+
+
+def _token_count(terms: str, token: str, postgres: bool) -> int:
+    """Occurrences of ``token`` in a document's stored ``terms`` (``engines``' formats)."""
+    if token not in terms:  # most are not: no need to split
+        return 0
+    if not postgres:  # space-separated tokens
+        return terms.split().count(token)
+    at = f" {terms}".find(f" {token}:")  # "token:1,5,9 other:2"
+    if at < 0:
+        return 0
+    positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
+    return positions.count(",") + 1
+
+
+def _keep(scope_id: str, known: Head | None, read: dict[int, Document]) -> None:
+    if known is not None and read:
+        with _lock:
+            known.docs.update(read)
+        _grown(scope_id, known, sum(sys.getsizeof(stored) + 100 for _, stored in read.values()))
+
+
+def read_rows(
+    scope_id: str, membership_ids: Sequence[int], known: Head | None
+) -> tuple[list[MemoryHit], dict[int, Document | None]]:
+    """The hits of those memberships active in the scope's current head (``vectors.read_hits``:
+    score 0, channel "vector", citing the head revision read) and each one's index row (None:
+    none), by one statement; the index rows are kept in ``known``."""
+    if not membership_ids:
+        return [], {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _ROWS_SQL.format(ids=", ".join(["%s"] * len(membership_ids))), [*membership_ids, scope_id]
+        )
+        found = cursor.fetchall()
+    hits = [memory_hit(*row[:5], score=0.0, matched_by=("vector",)) for row in found]
+    docs = {int(row[0]): (int(row[5]), str(row[6])) if row[5] is not None else None for row in found}
+    _keep(scope_id, known, {pk: doc for pk, doc in docs.items() if doc is not None})
+    return hits, docs
+
+
+def index_counts(
+    scope_id: str,
+    membership_ids: Sequence[int],
+    terms: Sequence[str],
+    known: Head | None = None,
+    read: dict[int, Document | None] | None = None,
+) -> dict[int, tuple[dict[str, int], int]]:
+    """For each membership: (occurrences of each of ``terms`` it holds, its length in terms),
+    from its full-text index row (no text analysis): those ``known`` holds or this call ``read``
+    already, the others read by one statement (and kept in ``known``). Memberships without an
+    index row are absent."""
+    if not membership_ids:
+        return {}
+    docs: dict[int, Document | None] = {pk: read[pk] for pk in membership_ids if read and pk in read}
+    if known is not None:
+        with _lock:
+            docs.update({pk: known.docs[pk] for pk in membership_ids if pk in known.docs})
+    missing = [pk for pk in membership_ids if pk not in docs]
+    if missing:
+        with connection.cursor() as cursor:
+            cursor.execute(_DOCS_SQL.format(ids=", ".join(["%s"] * len(missing))), missing)
+            found = {int(pk): (int(length), str(stored)) for pk, length, stored in cursor.fetchall()}
+        docs.update(found)
+        _keep(scope_id, known, found)
+    tokens = dict(zip(scope_tokens(scope_id, terms), terms, strict=True))
+    postgres = connection.vendor == "postgresql"
+    counted: dict[int, tuple[dict[str, int], int]] = {}
+    for pk, doc in docs.items():
+        if doc is not None:
+            length, stored = doc
+            counts = {
+                term: n for token, term in tokens.items() if (n := _token_count(stored, token, postgres))
+            }
+            counted[pk] = (counts, length)
+    return counted
+
+
+def figures(scope_id: str, terms: Sequence[str], revision: int, known: Head | None) -> relevance.ScopeFigures:
+    """``relevance.scope_figures`` of the Memory index for ``terms``; the frequencies ``known``
+    holds are not read again (none missing and the totals cached: no statement)."""
+    if known is None:
+        return relevance.scope_figures(MEMORY_INDEX, scope_id, terms, revision)
+    with _lock:
+        frequencies = {term: known.frequencies[term] for term in terms if term in known.frequencies}
+    missing = [term for term in terms if term not in frequencies]
+    read = relevance.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
+    if missing:
+        with _lock:
+            known.frequencies.update(read.frequencies)
+        _grown(scope_id, known, sum(sys.getsizeof(term) + 100 for term in missing))
+        frequencies.update(read.frequencies)
+    return relevance.ScopeFigures(
+        read.count, read.average_length, {term: frequencies[term] for term in terms}
+    )
