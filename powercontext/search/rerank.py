@@ -27,6 +27,7 @@ Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relev
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -186,9 +187,9 @@ def _fused(
     return fused
 
 
-def _holds(known: rerank_state.Head | None, pk: int) -> bool:
-    """Whether ``known`` holds the index row of membership ``pk``."""
-    return known is not None and pk in known.docs
+def _text(pk: int, rows: dict[int, MemoryHit], texts: dict[int, str]) -> str:
+    row = rows.get(pk)
+    return row.text if row is not None else texts.get(pk, "")
 
 
 def rank_memory(
@@ -234,47 +235,50 @@ def rank_memory(
     fused = _fused(ids, [(vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)])
     best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if len(vector_rank) else 0.0)) / (vectors.RRF_K + 1)
     found = np.flatnonzero(fused > 0)
-    scores = fused[found] / best
-    query_words = set(analyzer.analyze(query))
-    # Rows for the entries found by neither ranking (their texts for the speaker prior) and
-    # index rows not yet known, read only for those that could make the window with the prior.
+    keys, scores = ids[found].tolist(), (fused[found] / best).tolist()
+    words = analyzer.analyze(query)
+    query_words = set(words)
+    # From here only the entries that could make the window with the prior count: their rows
+    # (found by neither ranking: for the speaker prior) and index rows not yet known are read.
     prior = SPEAKER_PRIOR if query_words else 0.0
-    cut = np.sort(scores)[-limit] if len(scores) >= limit > 0 else -np.inf
-    wanted = [
-        pk
-        for pk, score in zip(ids[found].tolist(), scores.tolist(), strict=True)
-        if score + prior >= cut and (pk not in rows or (pk not in counted and not _holds(known, pk)))
-    ]
-    texts = {pk: row.text for pk, row in rows.items()}
-    hits, docs = rerank_state.read_rows(scope_id, wanted, known)
+    cut = sorted(scores)[-limit] if len(scores) >= limit > 0 else -math.inf
+    near = {pk: score for pk, score in zip(keys, scores, strict=True) if score + prior >= cut}
+    hits, docs = rerank_state.read_rows(
+        scope_id,
+        [pk for pk in near if pk not in rows or (pk not in counted and not rerank_state.holds(known, pk))],
+        known,
+    )
+    texts = {row.key: row.text for row in hits}
     for row in hits:
-        texts.setdefault(row.key, row.text)
         if row.key not in rows and row.revision == revision:  # matched_by set below
             rows[row.key] = row
-    keys = ids[found].tolist()
     scored = {
-        pk: score + (SPEAKER_PRIOR if pk in texts and speaker_named(texts[pk], query_words) else 0.0)
-        for pk, score in zip(keys, scores.tolist(), strict=True)
+        pk: score + (SPEAKER_PRIOR if speaker_named(_text(pk, rows, texts), query_words) else 0.0)
+        for pk, score in near.items()
     }
-    similarity = dict(zip(ids[has_cosine].tolist(), cosine[has_cosine].tolist(), strict=True))
-    weights = relevance.idf_weights(figures, relevance.content_terms(query))
-    channels = {row.key: set(row.matched_by) for row in lexical}
-    for row in semantic:
-        channels.setdefault(row.key, set()).update(row.matched_by)
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
     ranked = [pk for pk in ranked if pk in rows]  # a neighbour gone since: left out
+    similarity = {pk: value for pk, value in zip(ids.tolist(), cosine.tolist(), strict=True) if pk in scored}
     counted.update(
         rerank_state.index_counts(
             scope_id, [pk for pk in ranked if pk not in counted], query_terms, known, docs
         )
     )
     held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
+    # relevance.content_terms(query), without analysing the query again: its terms when it has
+    # any besides stop words (query_terms then keeps exactly those), else none.
+    content = query_terms if any(word not in analyzer.STOP_WORDS for word in words) else []
+    weights = relevance.idf_weights(figures, content)
+    channels: dict[int, set[str]] = {}
+    for row in (*lexical, *semantic):
+        if row.key in held or row.key in scored:
+            channels.setdefault(row.key, set()).update(row.matched_by)
     return [
         replace(
             rows[pk],
             score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
-            similarity=similarity.get(pk),
+            similarity=None if math.isnan(similarity[pk]) else similarity[pk],
             lexical_share=relevance.lexical_share(weights, [rows[pk].text], held=held.get(pk)),
         )
         for pk in ranked

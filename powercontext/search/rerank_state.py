@@ -112,9 +112,8 @@ def _grown(scope_id: str, known: Head, added: int) -> None:
 
 
 def _token_count(terms: str, token: str, postgres: bool) -> int:
-    """Occurrences of ``token`` in a document's stored ``terms`` (``engines``' formats)."""
-    if token not in terms:  # most are not: no need to split
-        return 0
+    """Occurrences of ``token`` in a document's stored ``terms`` (``engines``' formats); the
+    caller checks that ``token`` occurs in them at all (most do not: no need to split)."""
     if not postgres:  # space-separated tokens
         return terms.split().count(token)
     at = f" {terms}".find(f" {token}:")  # "token:1,5,9 other:2"
@@ -122,6 +121,11 @@ def _token_count(terms: str, token: str, postgres: bool) -> int:
         return 0
     positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
     return positions.count(",") + 1
+
+
+def holds(known: Head | None, pk: int) -> bool:
+    """Whether ``known`` holds the index row of membership ``pk``."""
+    return known is not None and pk in known.docs
 
 
 def _keep(scope_id: str, known: Head | None, read: dict[int, Document]) -> None:
@@ -146,7 +150,7 @@ def read_rows(
         found = cursor.fetchall()
     hits = [memory_hit(*row[:5], score=0.0, matched_by=("vector",)) for row in found]
     docs = {int(row[0]): (int(row[5]), str(row[6])) if row[5] is not None else None for row in found}
-    _keep(scope_id, known, {pk: doc for pk, doc in docs.items() if doc is not None})
+    _keep(scope_id, known, {pk: doc for pk, doc in docs.items() if doc is not None and not holds(known, pk)})
     return hits, docs
 
 
@@ -181,7 +185,9 @@ def index_counts(
         if doc is not None:
             length, stored = doc
             counts = {
-                term: n for token, term in tokens.items() if (n := _token_count(stored, token, postgres))
+                term: n
+                for token, term in tokens.items()
+                if token in stored and (n := _token_count(stored, token, postgres))
             }
             counted[pk] = (counts, length)
     return counted
