@@ -72,6 +72,8 @@ def _speaker_words(label: str) -> tuple[str, ...]:
 
 def speaker_named(text: str, query_terms: set[str]) -> bool:
     """Whether ``text`` starts with a speaker label (``Name:``) whose words the query names."""
+    if ":" not in text:  # no label (the quick test)
+        return False
     match = _SPEAKER.match(text)
     if match is None:
         return False
@@ -103,6 +105,7 @@ def _cosines(
 
 _AROUND = (-1, 1, -2, 2)  # neighbour offsets, in the order their shares are added
 _PAD = NEIGHBOUR_SPAN
+_WEIGHTS = (LEXICAL_NEIGHBOUR_WEIGHT, VECTOR_NEIGHBOUR_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -130,12 +133,12 @@ class _Slots:
         beyond = _positions(self.outside, keys)
         return np.where(at >= 0, at + _PAD, np.where(beyond >= 0, beyond + len(self.order) + 2 * _PAD, -1))
 
-    def values(self, keys: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """An array holding ``values`` at the slots of ``keys`` (those with a slot), 0 elsewhere."""
-        out = np.zeros(self.size)
+    def place(
+        self, into: np.ndarray[Any, Any], keys: np.ndarray[Any, Any], values: np.ndarray[Any, Any]
+    ) -> None:
+        """Put ``values`` in the slots of ``keys`` (those with a slot) of ``into``."""
         slots = self.of(keys)
-        out[slots[slots >= 0]] = values[slots >= 0]
-        return out
+        into[slots[slots >= 0]] = values[slots >= 0]
 
 
 def _pool_and_neighbours(
@@ -157,16 +160,18 @@ def _pool_and_neighbours(
 
 
 def _smoothed(
-    values: np.ndarray[Any, Any], slots: _Slots, at: np.ndarray[Any, Any], weight: float
+    values: np.ndarray[Any, Any], slots: _Slots, at: np.ndarray[Any, Any], weights: np.ndarray[Any, Any]
 ) -> np.ndarray[Any, Any]:
-    """Each candidate's value plus ``weight`` times its neighbours' (a neighbour at distance d
-    counts ``NEIGHBOUR_DECAY ** (d - 1)``), added in the order ``_AROUND`` lists them."""
+    """Per row of ``values`` (one value by slot) and candidate: its value plus the row's weight
+    times its neighbours' (a neighbour at distance d counts ``NEIGHBOUR_DECAY ** (d - 1)``),
+    added in the order ``_AROUND`` lists them."""
     inside = at < len(slots.order) + _PAD  # outside the order: no neighbours
-    around = np.zeros(len(at))
+    around = np.zeros((len(values), len(at)))
     for offset in _AROUND:
         share = NEIGHBOUR_DECAY ** (abs(offset) - 1)
-        around = around + share * values[np.where(inside, at + offset, 0)]
-    return values[at] + weight * around
+        around = around + share * values[:, np.where(inside, at + offset, 0)]
+    smoothed: np.ndarray[Any, Any] = values[:, at] + weights[:, None] * around
+    return smoothed
 
 
 def _top(ids: np.ndarray[Any, Any], scores: np.ndarray[Any, Any], depth: int) -> np.ndarray[Any, Any]:
@@ -226,12 +231,13 @@ def rank_memory(
     # Raw cosines of every candidate (the vector hits' scores are their cosines, clamped at 0);
     # the vector ranking just read the matrix at this revision when it found anything.
     cosine = _cosines(scope_id, query, ids, rows, revision if semantic else None)
-    lexical_values = slots.values(np.asarray([row.key for row in lexical], dtype=np.int64), np.asarray(bm25))
+    values = np.zeros((2, slots.size))  # BM25, cosine clamped at 0
+    slots.place(values[0], np.asarray([row.key for row in lexical], dtype=np.int64), np.asarray(bm25))
     has_cosine = ~np.isnan(cosine)
-    cos_values = np.zeros(slots.size)
-    cos_values[at[has_cosine]] = np.maximum(cosine[has_cosine], 0.0)
-    lexical_rank = _top(ids, _smoothed(lexical_values, slots, at, LEXICAL_NEIGHBOUR_WEIGHT), POOL_DEPTH)
-    vector_rank = _top(ids, _smoothed(cos_values, slots, at, VECTOR_NEIGHBOUR_WEIGHT), POOL_DEPTH)
+    values[1, at[has_cosine]] = np.maximum(cosine[has_cosine], 0.0)
+    smoothed = _smoothed(values, slots, at, np.asarray(_WEIGHTS))
+    lexical_rank = _top(ids, smoothed[0], POOL_DEPTH)
+    vector_rank = _top(ids, smoothed[1], POOL_DEPTH)
     fused = _fused(ids, [(vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)])
     best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if len(vector_rank) else 0.0)) / (vectors.RRF_K + 1)
     found = np.flatnonzero(fused > 0)
@@ -245,7 +251,8 @@ def rank_memory(
     near = {pk: score for pk, score in zip(keys, scores, strict=True) if score + prior >= cut}
     hits, docs = rerank_state.read_rows(
         scope_id,
-        [pk for pk in near if pk not in rows or (pk not in counted and not rerank_state.holds(known, pk))],
+        [pk for pk in near if pk not in rows],
+        [pk for pk in near if pk not in counted],
         known,
     )
     texts = {row.key: row.text for row in hits}

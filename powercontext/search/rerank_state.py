@@ -76,6 +76,7 @@ class Head:
     ids: np.ndarray[Any, np.dtype[np.int64]]
     docs: dict[int, Document] = field(default_factory=dict)  # membership id -> (length, terms)
     frequencies: dict[str, int] = field(default_factory=dict)  # index term -> documents holding it
+    rows: dict[int, MemoryHit] = field(default_factory=dict)  # hits read citing ``revision``
     size: int = 0
 
 
@@ -136,22 +137,32 @@ def _keep(scope_id: str, known: Head | None, read: dict[int, Document]) -> None:
 
 
 def read_rows(
-    scope_id: str, membership_ids: Sequence[int], known: Head | None
+    scope_id: str, membership_ids: Sequence[int], index_ids: Sequence[int], known: Head | None
 ) -> tuple[list[MemoryHit], dict[int, Document | None]]:
-    """The hits of those memberships active in the scope's current head (``vectors.read_hits``:
-    score 0, channel "vector", citing the head revision read) and each one's index row (None:
-    none), by one statement; the index rows are kept in ``known``."""
-    if not membership_ids:
-        return [], {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _ROWS_SQL.format(ids=", ".join(["%s"] * len(membership_ids))), [*membership_ids, scope_id]
+    """The hits of those ``membership_ids`` active in the scope's current head (``read_hits``'s:
+    score 0, channel "vector", citing the head revision read), and the index rows (None: none)
+    of the ``index_ids`` that ``known`` does not hold; what ``known`` lacks is read by one
+    statement and kept (hits citing its revision)."""
+    with _lock:
+        cached = (
+            {pk: known.rows[pk] for pk in membership_ids if pk in known.rows} if known is not None else {}
         )
+    wanted = [pk for pk in membership_ids if pk not in cached]
+    wanted += [pk for pk in index_ids if not holds(known, pk) and pk not in cached and pk not in wanted]
+    if not wanted:
+        return list(cached.values()), {}
+    with connection.cursor() as cursor:
+        cursor.execute(_ROWS_SQL.format(ids=", ".join(["%s"] * len(wanted))), [*wanted, scope_id])
         found = cursor.fetchall()
     hits = [memory_hit(*row[:5], score=0.0, matched_by=("vector",)) for row in found]
     docs = {int(row[0]): (int(row[5]), str(row[6])) if row[5] is not None else None for row in found}
+    if known is not None:
+        fresh = {hit.key: hit for hit in hits if hit.revision == known.revision and hit.key not in known.rows}
+        with _lock:
+            known.rows.update(fresh)
+        _grown(scope_id, known, sum(sys.getsizeof(hit.text) + 400 for hit in fresh.values()))
     _keep(scope_id, known, {pk: doc for pk, doc in docs.items() if doc is not None and not holds(known, pk)})
-    return hits, docs
+    return [*cached.values(), *hits], docs
 
 
 def index_counts(
