@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,12 @@ def _fused(
     return fused
 
 
+def _annotated(row: MemoryHit, **figures: Any) -> MemoryHit:
+    """``dataclasses.replace(row, **figures)`` without its checks of every field (the window's
+    rows are built on every prepare)."""
+    return MemoryHit(**{**vars(row), **figures})
+
+
 def _text(pk: int, rows: dict[int, MemoryHit], texts: dict[int, str]) -> str:
     row = rows.get(pk)
     return row.text if row is not None else texts.get(pk, "")
@@ -281,7 +287,7 @@ def rank_memory(
         if row.key in held or row.key in scored:
             channels.setdefault(row.key, set()).update(row.matched_by)
     return [
-        replace(
+        _annotated(
             rows[pk],
             score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
