@@ -130,6 +130,8 @@ class _Slots:
     def of(self, keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """The slot of each membership id (-1: none)."""
         at = _positions(self.order, keys)
+        if not len(self.outside):
+            return np.where(at >= 0, at + _PAD, -1)
         beyond = _positions(self.outside, keys)
         return np.where(at >= 0, at + _PAD, np.where(beyond >= 0, beyond + len(self.order) + 2 * _PAD, -1))
 
@@ -166,10 +168,10 @@ def _smoothed(
     times its neighbours' (a neighbour at distance d counts ``NEIGHBOUR_DECAY ** (d - 1)``),
     added in the order ``_AROUND`` lists them."""
     inside = at < len(slots.order) + _PAD  # outside the order: no neighbours
-    around = np.zeros((len(values), len(at)))
-    for offset in _AROUND:
-        share = NEIGHBOUR_DECAY ** (abs(offset) - 1)
-        around = around + share * values[:, np.where(inside, at + offset, 0)]
+    near = values[:, np.where(inside, at + np.asarray(_AROUND)[:, None], 0)]  # (rows, offsets, candidates)
+    around = near[:, 0]  # the first share is 1 (distance 1)
+    for i, offset in enumerate(_AROUND[1:], start=1):
+        around = around + NEIGHBOUR_DECAY ** (abs(offset) - 1) * near[:, i]
     smoothed: np.ndarray[Any, Any] = values[:, at] + weights[:, None] * around
     return smoothed
 
@@ -272,9 +274,13 @@ def rank_memory(
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
     ranked = [pk for pk in ranked if pk in rows]  # a neighbour gone since: left out
     similarity = {pk: value for pk, value in zip(ids.tolist(), cosine.tolist(), strict=True) if pk in scored}
+    # Outside the full-text ranking an entry can hold only the terms some entry outside it holds
+    # (fewer in it than the scope's documents with the term): only those are looked for.
+    holders = {term: sum(1 for counts, _ in counted.values() if term in counts) for term in query_terms}
+    elsewhere = [term for term in query_terms if figures.frequencies[term] > holders[term]]
     counted.update(
         rerank_state.index_counts(
-            scope_id, [pk for pk in ranked if pk not in counted], query_terms, known, docs
+            scope_id, [pk for pk in ranked if pk not in counted], elsewhere, known, docs
         )
     )
     held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
