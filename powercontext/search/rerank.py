@@ -273,7 +273,7 @@ def rank_memory(
     }
     ranked = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
     ranked = [pk for pk in ranked if pk in rows]  # a neighbour gone since: left out
-    similarity = {pk: value for pk, value in zip(ids.tolist(), cosine.tolist(), strict=True) if pk in scored}
+    similarity = dict(zip(keys, cosine[found].tolist(), strict=True))  # NaN: none
     # Outside the full-text ranking an entry can hold only the terms some entry outside it holds
     # (fewer in it than the scope's documents with the term): only those are looked for.
     holders = {term: sum(1 for counts, _ in counted.values() if term in counts) for term in query_terms}
@@ -288,6 +288,16 @@ def rank_memory(
     # any besides stop words (query_terms then keeps exactly those), else none.
     content = query_terms if any(word not in analyzer.STOP_WORDS for word in words) else []
     weights = relevance.idf_weights(figures, content)
+    shares: dict[frozenset[str], float] = {}  # by terms held: rows often hold the same ones
+
+    def share(text: str, terms: set[str] | None) -> float:
+        if terms is None:  # no index row: read from the text
+            return relevance.lexical_share(weights, [text])
+        key = frozenset(terms)
+        if key not in shares:
+            shares[key] = relevance.lexical_share(weights, [], held=key)
+        return shares[key]
+
     channels: dict[int, set[str]] = {}
     for row in (*lexical, *semantic):
         if row.key in held or row.key in scored:
@@ -298,7 +308,7 @@ def rank_memory(
             score=min(1.0, scored[pk] / (1.0 + SPEAKER_PRIOR)),
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
             similarity=None if math.isnan(similarity[pk]) else similarity[pk],
-            lexical_share=relevance.lexical_share(weights, [rows[pk].text], held=held.get(pk)),
+            lexical_share=share(rows[pk].text, held.get(pk)),
         )
         for pk in ranked
     ]
