@@ -194,6 +194,13 @@ def _fused(
     return fused
 
 
+def _content_terms(query_terms: list[str], words: list[str]) -> list[str]:
+    """``relevance.content_terms`` of the query with these ``analyzer.query_terms`` and
+    ``analyzer.analyze`` results, without analysing it again: its terms when it has any besides
+    stop words (``query_terms`` then keeps exactly those), else none."""
+    return query_terms if any(word not in analyzer.STOP_WORDS for word in words) else []
+
+
 def _annotated(row: MemoryHit, **figures: Any) -> MemoryHit:
     """``dataclasses.replace(row, **figures)`` without its checks of every field (the window's
     rows are built on every prepare)."""
@@ -284,10 +291,7 @@ def rank_memory(
         )
     )
     held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
-    # relevance.content_terms(query), without analysing the query again: its terms when it has
-    # any besides stop words (query_terms then keeps exactly those), else none.
-    content = query_terms if any(word not in analyzer.STOP_WORDS for word in words) else []
-    weights = relevance.idf_weights(figures, content)
+    weights = relevance.idf_weights(figures, _content_terms(query_terms, words))
     shares: dict[frozenset[str], float] = {}  # by terms held: rows often hold the same ones
 
     def share(text: str, terms: set[str] | None) -> float:

@@ -313,7 +313,7 @@ def test_over_http_and_the_codex_hook_an_unrelated_prompt_is_empty_and_silent(
     assert json.loads(diagnostic)["outcome"] == "empty"
 
 
-def test_speaker_labels_and_neighbours_used_by_the_ranking() -> None:
+def test_speaker_labels_used_by_the_ranking() -> None:  # neighbours: test_rerank
     from powercontext.search import rerank
 
     words = {"what", "did", "caroline", "research"}
@@ -323,8 +323,3 @@ def test_speaker_labels_and_neighbours_used_by_the_ranking() -> None:
     assert rerank.speaker_named("Mary Ann: hi", {"mary", "ann"}) and not rerank.speaker_named(
         "Mary Ann: hi", {"ann"}
     )
-
-    order = [3, 5, 8, 13, 21]
-    assert rerank._neighbours(order, 8) == [(5, 1.0), (13, 1.0), (3, 0.5), (21, 0.5)]
-    assert rerank._neighbours(order, 3) == [(5, 1.0), (8, 0.5)]
-    assert rerank._neighbours(order, 4) == []  # not active in the head: no neighbours

@@ -1,0 +1,215 @@
+"""Prepare's Memory ranking (``powercontext.search.rerank``): neighbours in the head's order,
+smoothing, fusion and the speaker prior give what the module docstring describes, computed over
+arrays with what is kept per head revision (``rerank_state``); a write moves the head and nothing
+kept for the earlier one is used. Runs on both databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from powercontext.core.hits import MemoryHit
+from powercontext.core.models import MemoryMembership
+from powercontext.memory.services import memory_remember
+from powercontext.search import (
+    analyzer,
+    embedding,
+    relevance,
+    rerank,
+    rerank_state,
+    vector_inprocess,
+    vectors,
+)
+from powercontext.search.indexes import MEMORY_INDEX
+
+CHAT = [
+    "Ann: We adopted a greyhound called Pixel last weekend!",
+    "Bob: A greyhound! How is Pixel settling in?",
+    "Ann: She sleeps all day on the sofa and runs like the wind in the park.",
+    "Bob: I finally finished painting the kitchen a pale yellow.",
+    "Ann: Yellow sounds lovely. Did you paint the ceiling too?",
+    "Bob: No, the ceiling stays white. Next I want to try pottery classes.",
+    "Ann: My sister teaches pottery downtown on Thursdays.",
+    "Bob: I went kayaking on the lake with my cousin on Sunday.",
+    "Ann: Which lake? Pixel would love a swim.",
+    "Bob: The big one north of town; the water was cold.",
+]
+QUERIES = [
+    "What did Ann adopt?",
+    "What colour did Bob paint the kitchen?",
+    "Who teaches pottery?",
+    "Where did Bob go kayaking?",
+    "How is the dog settling in?",
+    "ceiling",
+    "what is the capital of Mongolia",
+]
+
+
+def test_neighbours_and_smoothing_follow_the_head_order() -> None:
+    head = rerank_state.Head(revision=1, ids=np.asarray([3, 5, 8, 13, 21], dtype=np.int64))
+
+    def candidates(pool: list[int]) -> list[int]:
+        slots, at = rerank._pool_and_neighbours(head, pool)
+        return [int(pk) for pk in slots.ids(at)]
+
+    assert candidates([8]) == [3, 5, 8, 13, 21]
+    assert candidates([3]) == [3, 5, 8]
+    assert candidates([4]) == [4]  # not active in the head: no neighbours, still a candidate
+    assert candidates([21, 3]) == [3, 5, 8, 13, 21]
+
+    slots, at = rerank._pool_and_neighbours(head, [8, 4])
+    values = np.zeros((2, slots.size))
+    own = {3: 1.0, 5: 2.0, 8: 4.0, 13: 8.0, 21: 16.0, 4: 32.0}
+    slots.place(values[0], np.asarray(list(own)), np.asarray(list(own.values())))
+    smoothed = dict(
+        zip(
+            slots.ids(at).tolist(),
+            rerank._smoothed(values, slots, at, np.asarray([0.5, 0.2]))[0],
+            strict=True,
+        )
+    )
+    # Distance 1 counts fully, distance 2 half; an entry outside the order has no neighbours.
+    assert smoothed[8] == 4.0 + 0.5 * ((2.0 + 8.0) + 0.5 * 1.0 + 0.5 * 16.0)
+    assert smoothed[3] == 1.0 + 0.5 * (2.0 + 0.5 * 4.0)
+    assert smoothed[4] == 32.0
+
+
+def test_the_query_is_analysed_as_relevance_does() -> None:
+    for query in [
+        "the ledger audit",
+        "how are you",
+        "What did Caroline research?",
+        " ".join(f"w{n}" for n in range(40)),
+    ]:
+        words = analyzer.analyze(query)
+        assert rerank._content_terms(analyzer.query_terms(query), words) == relevance.content_terms(query)
+
+
+def reference(
+    scope: str, query: str, lexical: list[MemoryHit], semantic: list[MemoryHit], limit: int
+) -> list[tuple[Any, ...]]:
+    """The module docstring's ranking, entry by entry, read with plain queries."""
+    rows = {row.key: row for row in (*semantic, *lexical)}
+    revision = lexical[0].revision if lexical else semantic[0].revision
+    terms = analyzer.query_terms(query)
+    figures = relevance.scope_figures(MEMORY_INDEX, scope, terms, revision)
+    counted = rerank_state.index_counts(scope, list(rows), terms)
+    bm25 = {row.key: relevance.bm25(figures, terms, row.text, counted.get(row.key)) for row in lexical}
+    order = list(
+        MemoryMembership.objects.filter(scope_id=scope, to_revision__isnull=True, state="active")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+    def around(pk: int) -> list[tuple[int, float]]:
+        if pk not in order:
+            return []
+        at = order.index(pk)
+        found = [(at - 1, 1.0), (at + 1, 1.0), (at - 2, 0.5), (at + 2, 0.5)]
+        return [(order[i], share) for i, share in found if 0 <= i < len(order)]
+
+    pool = {row.key for row in (*lexical[: rerank.POOL_DEPTH], *semantic[: rerank.POOL_DEPTH])}
+    candidates = pool | {pk for p in pool for pk, _ in around(p)}
+    model = embedding.embedder()
+    assert model is not None
+    cosine = vector_inprocess.memory_cosines(
+        scope, model.model_id, model.embed_query(query), np.asarray(sorted(candidates))
+    )
+    assert cosine is not None
+    cosines = {pk: c for pk, c in zip(sorted(candidates), cosine.tolist(), strict=True) if c == c}
+
+    positive = {pk: max(0.0, value) for pk, value in cosines.items()}
+
+    def smoothed(values: dict[int, float], weight: float) -> dict[int, float]:
+        return {
+            pk: values.get(pk, 0.0) + weight * sum(share * values.get(p, 0.0) for p, share in around(pk))
+            for pk in candidates
+        }
+
+    fused: dict[int, float] = {}
+    vector_ranked = 0
+    for weight, scores in (
+        (vectors.FTS_WEIGHT, smoothed(bm25, 0.5)),
+        (vectors.VECTOR_WEIGHT, smoothed(positive, 0.2)),
+    ):
+        ranked = sorted((pk for pk in scores if scores[pk] > 0), key=lambda pk: (-scores[pk], pk))[
+            : rerank.POOL_DEPTH
+        ]
+        if weight == vectors.VECTOR_WEIGHT:
+            vector_ranked = len(ranked)
+        for rank, pk in enumerate(ranked, start=1):
+            fused[pk] = fused.get(pk, 0.0) + weight / (vectors.RRF_K + rank)
+    best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if vector_ranked else 0.0)) / (vectors.RRF_K + 1)
+    texts = dict(MemoryMembership.objects.filter(pk__in=list(fused)).values_list("pk", "entry_version__text"))
+    words = set(analyzer.analyze(query))
+    scored = {
+        pk: value / best + (rerank.SPEAKER_PRIOR if rerank.speaker_named(texts[pk], words) else 0.0)
+        for pk, value in fused.items()
+    }
+    window = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
+    weights = relevance.idf_weights(figures, relevance.content_terms(query))
+    return [
+        (
+            pk,
+            scored[pk] / (1.0 + rerank.SPEAKER_PRIOR),
+            cosines.get(pk),
+            relevance.lexical_share(weights, [texts[pk]]),
+        )
+        for pk in window
+    ]
+
+
+@pytest.mark.django_db
+def test_the_ranking_is_the_documented_one(embeddings: Any) -> None:
+    for text in CHAT:
+        memory_remember(scope_id="chat", kind="conversation", text=text)
+    for query in QUERIES:
+        lexical, semantic, _ = vectors._one_head_rankings(
+            "chat", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
+        )
+        assert semantic
+        for limit in (4, 32):
+            got = [
+                (row.key, row.score, row.similarity, row.lexical_share)
+                for row in rerank.rank_memory("chat", query, lexical, semantic, limit)
+            ]
+            want = reference("chat", query, lexical, semantic, limit)
+            assert [row[0] for row in got] == [row[0] for row in want], query
+            assert got == [pytest.approx(row) for row in want], query
+        # Again with nothing kept: the first call reads all it needs, the second what it kept.
+        rerank.clear_cache()
+        cold = rerank.rank_memory("chat", query, lexical, semantic, 32)
+        assert cold == rerank.rank_memory("chat", query, lexical, semantic, 32)
+        assert [row.key for row in cold] == [
+            row[0] for row in reference("chat", query, lexical, semantic, 32)
+        ]
+
+
+@pytest.mark.django_db
+def test_a_write_moves_the_head_and_what_was_kept_for_the_earlier_one_is_not_used(embeddings: Any) -> None:
+    for text in CHAT:
+        memory_remember(scope_id="moved", kind="conversation", text=text)
+    query = "Which lake did they swim in?"
+
+    def ranked() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        lexical, semantic, _ = vectors._one_head_rankings(
+            "moved", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
+        )
+        got = rerank.rank_memory("moved", query, lexical, semantic or [], 32)
+        want = reference("moved", query, lexical, semantic or [], 32)
+        return [(row.key, row.score, row.similarity, row.lexical_share) for row in got], want
+
+    got, want = ranked()
+    assert got == [pytest.approx(row) for row in want]
+    revision = len(CHAT)
+    kept = rerank_state.head("moved", revision)
+    assert kept is not None and kept.docs and kept.frequencies  # filled by the call
+
+    # The new last entry is a neighbour of the lake turns and shares the query's words: their
+    # smoothed scores change, which only the new head's order and figures give.
+    memory_remember(scope_id="moved", kind="conversation", text="Ann: We swam in the lake, it was cold.")
+    got, want = ranked()
+    assert got == [pytest.approx(row) for row in want]
+    assert rerank_state.head("moved", revision) is None  # the head moved on
