@@ -18,16 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from powercontext.core import models
 from powercontext.core.hits import MemoryHit
-from powercontext.core.models import (
-    MEMORY_ARTIFACT_ID,
-    MEMORY_FAMILY,
-    Artifact,
-    MemoryEntry,
-    MemoryEntryVersion,
-    MemoryMembership,
-    MemorySearchDocument,
-)
 from powercontext.search import relevance
 from powercontext.search.engines import scope_tokens
 from powercontext.search.indexes import MEMORY_INDEX
@@ -40,13 +32,13 @@ else:
     from powercontext.search.lazy_numpy import np
 
 _ORDER_SQL = (
-    f"SELECT a.current_revision, m.id FROM {MemoryMembership._meta.db_table} m"
-    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
-    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
+    f"SELECT a.current_revision, m.id FROM {models.MemoryMembership._meta.db_table} m"
+    f" JOIN {models.Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{models.MEMORY_FAMILY}' AND a.artifact_id = '{models.MEMORY_ARTIFACT_ID}'"
     f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' ORDER BY m.id"
 )
 _DOCS_SQL = (
-    f"SELECT membership_id, length, terms FROM {MemorySearchDocument._meta.db_table}"
+    f"SELECT membership_id, length, terms FROM {models.MemorySearchDocument._meta.db_table}"
     f" WHERE membership_id IN ({{ids}})"
 )
 # Hits as ``vectors.read_hits`` reads them, with their index rows. The scope is compared as an
@@ -54,12 +46,12 @@ _DOCS_SQL = (
 # index rather than look the few ids up by primary key (4x slower at 1,000 entries).
 _ROWS_SQL = (
     f"SELECT m.id, e.entry_id, v.entry_version_id, v.text, a.current_revision, d.length, d.terms"
-    f" FROM {MemoryMembership._meta.db_table} m"
-    f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
-    f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
-    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
-    f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
-    f" LEFT JOIN {MemorySearchDocument._meta.db_table} d ON d.membership_id = m.id"
+    f" FROM {models.MemoryMembership._meta.db_table} m"
+    f" JOIN {models.MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
+    f" JOIN {models.MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
+    f" JOIN {models.Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" AND a.family = '{models.MEMORY_FAMILY}' AND a.artifact_id = '{models.MEMORY_ARTIFACT_ID}'"
+    f" LEFT JOIN {models.MemorySearchDocument._meta.db_table} d ON d.membership_id = m.id"
     f" WHERE m.id IN ({{ids}}) AND m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'"
 )
 

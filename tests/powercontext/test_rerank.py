@@ -23,16 +23,10 @@ from powercontext.search import (
     vectors,
 )
 from powercontext.search.indexes import MEMORY_INDEX
+from tests.powercontext import test_relevance_floor
 
 CHAT = [
-    "Ann: We adopted a greyhound called Pixel last weekend!",
-    "Bob: A greyhound! How is Pixel settling in?",
-    "Ann: She sleeps all day on the sofa and runs like the wind in the park.",
-    "Bob: I finally finished painting the kitchen a pale yellow.",
-    "Ann: Yellow sounds lovely. Did you paint the ceiling too?",
-    "Bob: No, the ceiling stays white. Next I want to try pottery classes.",
-    "Ann: My sister teaches pottery downtown on Thursdays.",
-    "Bob: I went kayaking on the lake with my cousin on Sunday.",
+    *test_relevance_floor.CHAT,
     "Ann: Which lake? Pixel would love a swim.",
     "Bob: The big one north of town; the water was cold.",
 ]
