@@ -23,6 +23,13 @@ ranking (``VECTOR_DEPTH`` rows, cosine) of one head:
    own turns).
 
 Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relevance``).
+
+Cost (issue 19's latency): the candidates are slots of value arrays laid out in the head's order,
+so neighbours are offsets and both smoothings one numpy pass; cosines come by id from the matrix
+the vector ranking just used (``vector_inprocess.memory_cosines``); the order, index rows, term
+frequencies and rows read are kept per head revision (``rerank_state``); only the entries that
+could still make the window (with the prior) get the prior, a row, an index row, a similarity.
+The result is the one the steps above give, float for float (``tests/powercontext/test_rerank``).
 """
 
 from __future__ import annotations

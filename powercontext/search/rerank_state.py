@@ -2,10 +2,11 @@
 
 Per scope, for one head revision: the active membership ids in order (the neighbours), and,
 filled as calls ask for them, the full-text index rows read (a membership's row never changes
-while it is active) and the document frequencies of the terms asked for. A call citing another
-revision starts afresh, so a write (which moves the head) never serves what an earlier head
-held. Entries live in the vector cache (``vector_cache``: one bound in bytes with the vectors,
-least recently used scopes first; cleared with it).
+while it is active), the document frequencies of the terms asked for and the hits read (rows
+of entries found by neither ranking). A call citing another revision starts afresh, so a write
+(which moves the head) never serves what an earlier head held. Entries live in the vector cache
+(``vector_cache``: one bound in bytes with the vectors, least recently used scopes first;
+cleared with it), so a warm call reads only the frequencies of terms new to the head.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ Document = tuple[int, str]  # an index row: (length in terms, stored terms)
 @dataclass
 class Head:
     """One scope's head at ``revision``: its active membership ids, ascending (a membership's
-    place in them is its position), and what calls have read of it so far. ``docs`` and
-    ``frequencies`` only grow, under ``_lock``; ``size`` is their bytes with the ids'."""
+    place in them is its position), and what calls have read of it so far. ``docs``,
+    ``frequencies`` and ``rows`` only grow, under ``_lock``; ``size`` counts their bytes (roughly)
+    with the ids'."""
 
     revision: int
     ids: np.ndarray[Any, np.dtype[np.int64]]
