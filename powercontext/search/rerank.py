@@ -26,7 +26,7 @@ Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relev
 
 Cost (issue 19's latency): the candidates are slots of value arrays laid out in the head's order,
 so neighbours are offsets and both smoothings one numpy pass; cosines come by id from the matrix
-the vector ranking just used (``vector_inprocess.memory_cosines``); the order, index rows, term
+the vector ranking just used (``vector_inprocess.memory_vectors``); the order, index rows, term
 frequencies and rows read are kept per head revision (``rerank_state``); only the entries that
 could still make the window (with the prior) get the prior, a row, an index row, a similarity.
 The result is the one the steps above give, float for float (``tests/powercontext/test_rerank``).
@@ -88,19 +88,38 @@ def speaker_named(text: str, query_terms: set[str]) -> bool:
     return bool(words) and all(word in query_terms for word in words)
 
 
+def _matrix_cosines(
+    into: np.ndarray[Any, Any],
+    ids: np.ndarray[Any, Any],
+    rows_ids: np.ndarray[Any, Any],
+    matrix: np.ndarray[Any, Any],
+    query_vector: np.ndarray[Any, Any],
+) -> None:
+    """Put into ``into`` the cosine of each of ``ids`` that has a row of ``matrix`` (``rows_ids``:
+    each row's membership id), by one product over those rows in matrix order."""
+    by_id = None if bool(np.all(rows_ids[1:] > rows_ids[:-1])) else np.argsort(rows_ids)  # in order: as read
+    at = _positions(rows_ids if by_id is None else rows_ids[by_id], ids)
+    known = np.flatnonzero(at >= 0)
+    rows = at[known] if by_id is None else by_id[at[known]]
+    by_row = np.argsort(rows)
+    into[known[by_row]] = matrix[rows[by_row]] @ query_vector
+
+
 def _cosines(
     scope_id: str, query: str, ids: np.ndarray[Any, Any], rows: dict[int, MemoryHit], revision: int | None
 ) -> np.ndarray[Any, Any]:
     """Raw cosines of the memberships ``ids`` (NaN: unknown): from the in-process matrix that
-    ranked the vectors (a product over the candidates; ``revision``: the head that ranking saw),
-    else read from the stored vectors of the rows known."""
+    ranked the vectors (``revision``: the head that ranking saw; a product over the candidates'
+    rows), else read from the stored vectors of the rows known."""
     found = np.full(len(ids), np.nan)
     model = embedding.embedder()
     if model is None or not len(ids):
         return found
-    by_id = vector_inprocess.memory_cosines(scope_id, model.model_id, model.embed_query(query), ids, revision)
-    if by_id is not None:
-        return by_id
+    vectors = vector_inprocess.memory_vectors(scope_id, model.model_id, revision)
+    if vectors is not None:
+        if len(vectors.membership_ids):
+            _matrix_cosines(found, ids, vectors.membership_ids, vectors.matrix, model.embed_query(query))
+        return found
     keys = ids.tolist()
     known = [rows[pk] for pk in keys if pk in rows]
     by_version = relevance.memory_similarities(scope_id, query, known)

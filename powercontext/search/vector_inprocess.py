@@ -26,7 +26,6 @@ head pk.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -65,20 +64,6 @@ class _ScopeVectors:
 _cache: ScopeLRU[_ScopeVectors] = ScopeLRU(
     "memory", lambda v: nbytes(v.revision, v.max_id, v.membership_ids, v.matrix)
 )
-
-
-@dataclass(frozen=True)
-class _RowMap:
-    """A cached matrix's membership ids ascending, and the matrix row of each (None: the rows are
-    in that order already); used while that matrix is the scope's (a weak reference: the map never
-    keeps an evicted matrix alive)."""
-
-    vectors: weakref.ref[_ScopeVectors]
-    ids: np.ndarray[Any, np.dtype[np.int64]]
-    rows: np.ndarray[Any, np.dtype[np.int64]] | None
-
-
-_row_maps: ScopeLRU[_RowMap] = ScopeLRU("memory_rows", lambda m: nbytes(m.ids, m.rows))
 
 
 def _head_and_max_id(scope_id: str) -> tuple[int, int]:
@@ -390,42 +375,11 @@ def _experience_order(
     return order, scores
 
 
-def _row_map(scope_id: str, vectors: _ScopeVectors) -> _RowMap:
-    """``vectors``' membership ids ascending and their matrix rows (cached with the matrix)."""
-    cached = _row_maps.get(scope_id)
-    if cached is not None and cached.vectors() is vectors:
-        return cached
-    ids = vectors.membership_ids
-    rows = None if bool(np.all(ids[1:] > ids[:-1])) else np.argsort(ids, kind="stable")
-    found = _RowMap(weakref.ref(vectors), ids if rows is None else ids[rows], rows)
-    _row_maps.put(scope_id, found)
-    return found
-
-
-def memory_cosines(
-    scope_id: str,
-    model_id: str,
-    query_vector: np.ndarray[Any, Any],
-    membership_ids: np.ndarray[Any, np.dtype[np.int64]],
-    revision: int | None = None,
-) -> np.ndarray[Any, np.dtype[np.float64]] | None:
-    """The raw cosine to the query of each given membership (NaN: not active in the scope's
-    current head, or without a vector), from the same cached matrix as ``rank_memory``, in one
-    product over their rows in matrix order; None when the scope has no Memory head. With the
-    ``revision`` a ranking of this call just saw, a cached matrix of that revision is used without
-    reading the head again."""
-    vectors = _cache.get(scope_id) if revision is not None else None
-    if vectors is None or vectors.revision != revision:
-        vectors = _scope_vectors(scope_id, model_id)
-    if vectors is None:
-        return None
-    cosines = np.full(len(membership_ids), np.nan)
-    if not len(vectors.membership_ids):
-        return cosines
-    found = _row_map(scope_id, vectors)
-    at = np.minimum(np.searchsorted(found.ids, membership_ids), len(found.ids) - 1)
-    known = np.flatnonzero(found.ids[at] == membership_ids)
-    rows = at[known] if found.rows is None else found.rows[at[known]]
-    by_row = np.argsort(rows)
-    cosines[known[by_row]] = vectors.matrix[rows[by_row]] @ query_vector
-    return cosines
+def memory_vectors(scope_id: str, model_id: str, revision: int | None = None) -> _ScopeVectors | None:
+    """The scope's Memory matrix as ``rank_memory`` uses it (``membership_ids``, ``matrix``): the
+    cached one of ``revision`` as it is (a ranking of the caller's just read it), else read as
+    ``rank_memory`` reads it; None when the scope has no Memory head."""
+    cached = _cache.get(scope_id) if revision is not None else None
+    return (
+        cached if cached is not None and cached.revision == revision else _scope_vectors(scope_id, model_id)
+    )

@@ -70,6 +70,18 @@ def test_neighbours_and_smoothing_follow_the_head_order() -> None:
     assert smoothed[4] == 32.0
 
 
+def test_cosines_by_membership_id_from_a_matrix_in_any_row_order() -> None:
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((4, 8)).astype(np.float32)
+    query = rng.standard_normal(8).astype(np.float32)
+    for rows_ids in ([2, 5, 9, 11], [5, 2, 11, 9]):  # a refreshed matrix appends rows
+        found = np.full(3, np.nan)
+        rerank._matrix_cosines(found, np.asarray([9, 4, 2]), np.asarray(rows_ids), matrix, query)
+        assert np.isnan(found[1])  # no row: no cosine
+        assert found[0] == pytest.approx(float(matrix[rows_ids.index(9)] @ query), rel=1e-5)
+        assert found[2] == pytest.approx(float(matrix[rows_ids.index(2)] @ query), rel=1e-5)
+
+
 def test_the_query_is_analysed_as_relevance_does() -> None:
     for query in [
         "the ledger audit",
@@ -108,12 +120,11 @@ def reference(
     candidates = pool | {pk for p in pool for pk, _ in around(p)}
     model = embedding.embedder()
     assert model is not None
-    cosine = vector_inprocess.memory_cosines(
-        scope, model.model_id, model.embed_query(query), np.asarray(sorted(candidates))
-    )
-    assert cosine is not None
-    cosines = {pk: c for pk, c in zip(sorted(candidates), cosine.tolist(), strict=True) if c == c}
-
+    matrix = vector_inprocess.memory_vectors(scope, model.model_id)
+    assert matrix is not None
+    held = [i for i, pk in enumerate(matrix.membership_ids.tolist()) if pk in candidates]
+    products = matrix.matrix[held] @ model.embed_query(query)  # the candidates' rows, in matrix order
+    cosines = {int(matrix.membership_ids[i]): float(c) for i, c in zip(held, products, strict=True)}
     positive = {pk: max(0.0, value) for pk, value in cosines.items()}
 
     def smoothed(values: dict[int, float], weight: float) -> dict[int, float]:
