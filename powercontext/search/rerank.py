@@ -220,6 +220,13 @@ def _fused(
     return fused
 
 
+def _query_terms(words: list[str]) -> list[str]:
+    """``analyzer.query_terms`` of the query these are the analysed words of: its index terms
+    without stop words (all, if it has nothing else), unique, the first ``MAX_QUERY_TERMS``."""
+    content = [word for word in words if word not in analyzer.STOP_WORDS]
+    return list(dict.fromkeys(map(analyzer.index_term, content or words)))[: analyzer.MAX_QUERY_TERMS]
+
+
 def _content_terms(query_terms: list[str], words: list[str]) -> list[str]:
     """``relevance.content_terms`` of the query with these ``analyzer.query_terms`` and
     ``analyzer.analyze`` results, without analysing it again: its terms when it has any besides
@@ -259,7 +266,8 @@ def rank_memory(
         return []
     # BM25 again with the scope's own document count and average length (FTS5 counts the whole
     # table's): the smoothing adds scores across entries, so their scale matters, not only order.
-    query_terms = analyzer.query_terms(query)
+    words = analyzer.analyze(query)  # the query is analysed once
+    query_terms = _query_terms(words)
     known = rerank_state.head(scope_id, revision)
     figures = rerank_state.figures(scope_id, query_terms, revision, known)
     counted = rerank_state.index_counts(scope_id, [row.key for row in lexical], query_terms, known)
@@ -283,7 +291,6 @@ def rank_memory(
     best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if len(vector_rank) else 0.0)) / (vectors.RRF_K + 1)
     found = np.flatnonzero(fused > 0)
     keys, scores = ids[found].tolist(), (fused[found] / best).tolist()
-    words = analyzer.analyze(query)
     query_words = set(words)
     # From here only the entries that could make the window with the prior count: their rows
     # (found by neither ranking: for the speaker prior) and index rows not yet known are read.

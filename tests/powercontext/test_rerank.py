@@ -84,12 +84,15 @@ def test_cosines_by_membership_id_from_a_matrix_in_any_row_order() -> None:
 
 def test_the_query_is_analysed_as_relevance_does() -> None:
     for query in [
+        "Über café 東京タワー naïve",
+        "the of and",
         "the ledger audit",
         "how are you",
         "What did Caroline research?",
-        " ".join(f"w{n}" for n in range(40)),
+        " ".join(f"w{n}" for n in range(80)),
     ]:
         words = analyzer.analyze(query)
+        assert rerank._query_terms(words) == analyzer.query_terms(query)
         assert rerank._content_terms(analyzer.query_terms(query), words) == relevance.content_terms(query)
 
 
