@@ -151,7 +151,8 @@ class _Slots:
     def ids(self, at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """The membership ids in the slots ``at`` (none of them padding)."""
         pad = np.zeros(_PAD, dtype=np.int64)
-        return np.concatenate([pad, self.order, pad, self.outside])[at]
+        ids: np.ndarray[Any, Any] = np.concatenate([pad, self.order, pad, self.outside])[at]
+        return ids
 
     def of(self, keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         """The slot of each membership id (-1: none)."""
