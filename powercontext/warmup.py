@@ -24,7 +24,6 @@ import threading
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections
 from django.db.models import Max
 from django.template.loader import get_template
 from django.urls import get_resolver
@@ -110,7 +109,8 @@ def recent_scopes(limit: int) -> list[str]:
 
 def preload_recent_scopes() -> None:
     """Fill the per-scope caches of the most recently active scopes (module docstring); logs what
-    it did (counts only), never raises."""
+    it did (counts only), never raises. Its database connection is left to the first request's
+    ``close_old_connections`` (kept for that request while ``CONN_MAX_AGE`` allows)."""
     from powercontext.search import preload
 
     try:
@@ -119,8 +119,6 @@ def preload_recent_scopes() -> None:
     except Exception as exc:  # a warm-up never stops the worker
         logger.warning("worker warm-up: choosing the scopes to preload failed (%s)", type(exc).__name__)
         return
-    finally:
-        close_old_connections()  # as after a request: kept only while CONN_MAX_AGE allows
     logger.info(
         "worker warm-up: preloaded %d scopes (%d with vectors, %d failed%s) in %.0f ms",
         report.scopes,
