@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 from datetime import timedelta
 from itertools import count
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +25,8 @@ from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact
 from powercontext.prepare.models import PrepareAggregate
 from powercontext.search import bm25, embedding, preload, relevance, rerank, vector_cache, vector_inprocess
 from tests.powercontext.factories import make_memory
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HARBOUR = [
     "the harbour master opens the gate at dawn",
@@ -177,3 +183,58 @@ def test_a_worker_starts_when_the_database_cannot_be_read(caplog: pytest.LogCapt
     assert [r.getMessage() for r in caplog.records] == [
         "worker warm-up: choosing the scopes to preload failed (RuntimeError)"
     ]
+
+
+# Two fresh processes on one SQLite file: the first migrates and writes a scope, the second starts
+# as a gunicorn worker does (gunicorn.conf.py's post_worker_init) and reports what its caches hold
+# and how many statements its first vector ranking of that scope needed.
+SEED = """
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from powercontext.memory.services import memory_remember
+import sys
+for text in sys.argv[1:]:
+    memory_remember(scope_id="harbour", kind="note", text=text)
+"""
+WORKER = """
+import json, runpy
+import django
+django.setup()
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from powercontext.search import embedding, rerank, vector_inprocess
+runpy.run_path("gunicorn.conf.py")["post_worker_init"](None)
+held = {"vectors": "harbour" in vector_inprocess._cache, "order": "harbour" in rerank._order_cache}
+query = embedding.embedder().embed_query("who opens the gate")
+with CaptureQueriesContext(connection) as queries:
+    ranking = vector_inprocess.rank_memory("harbour", embedding.MODEL_ID, query, 1)
+print(json.dumps({"held": held, "statements": len(queries), "ranked": len(ranking[1])}))
+"""
+
+
+def test_a_fresh_gunicorn_worker_process_starts_with_the_recent_scope_cached(tmp_path: Path) -> None:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "SECRET_KEY_FILE"}
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="powercontext.settings",
+        POWERCONTEXT_DATA_DIR=str(tmp_path),
+        POWERCONTEXT_EMBED_WRITES="sync",
+        PYTHONPATH=str(ROOT),
+    )
+    for script, args in ((SEED, HARBOUR), (WORKER, [])):
+        done = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"held": {"vectors": True, "order": True}, "statements": 1, "ranked": 1}
