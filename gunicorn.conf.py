@@ -3,8 +3,10 @@ repository root). Command-line options still apply on top.
 
 - Its own log lines carry no request path or query string (powercontext/core/gunicorn_logging.py).
 - Each worker, before it accepts a request, imports the URL configuration, compiles the Inbox
-  templates and loads the embedding model (powercontext/warmup.py ``warm_up_worker``): neither its
-  first Inbox page nor its first prepare pays for them.
+  templates, loads the embedding model and fills its caches for the most recently active scopes
+  (powercontext/warmup.py ``warm_up_worker``): neither its first Inbox page nor its first prepare
+  pays for them. That counts against gunicorn's ``--timeout`` (default 30 s): the preload stops
+  after ``POWERCONTEXT_PRELOAD_SECONDS``.
 """
 
 from typing import Any

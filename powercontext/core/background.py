@@ -83,6 +83,10 @@ class Runner:
         """Wait on the thread for up to ``seconds``; returns at once when stopping."""
         self._halt.wait(seconds)
 
+    def halting(self) -> bool:
+        """Whether ``stop`` has been called."""
+        return self._halt.is_set()
+
     def stop(self, timeout: float | None = None) -> None:
         self._halt.set()
         with self._condition:

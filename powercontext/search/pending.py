@@ -53,7 +53,13 @@ logger = logging.getLogger("powercontext.search")
 
 BATCH = 64  # entry versions embedded per write transaction (~1 s of model time at most)
 TASK_BATCHES = 16  # batches one Celery task runs before it enqueues itself again
-YIELD_SECONDS = 0.025  # the embedder's longest pause per model run while writers signal
+# While writers of this process keep signalling (a burst), the embedder waits for a pause of
+# QUIET_SECONDS without a signal; it waits at most BURST_WAIT_SECONDS, then embeds for
+# BURST_SLICE_SECONDS before it waits again: it takes at most ~10 % of the time during a burst,
+# so its lag stays bounded, and embeds at full speed once the writers pause.
+QUIET_SECONDS = 0.025
+BURST_WAIT_SECONDS = 0.9
+BURST_SLICE_SECONDS = 0.1
 
 
 def is_async() -> bool:
@@ -149,6 +155,7 @@ class EmbedWorker(Runner):
         self._queued: dict[str, None] = {}  # an ordered set
         self._busy: str | None = None
         self._last_signal = float("-inf")
+        self._slice_until = float("-inf")
 
     def submit(self, scope_id: str) -> None:
         with self._queue:
@@ -193,14 +200,24 @@ class EmbedWorker(Runner):
         return more
 
     def _yield_to_writers(self) -> None:
-        # Writers of this process first: while they keep signalling, pause up to YIELD_SECONDS
-        # before each model run, so a burst of writes gets most of the CPU and the GIL (the
-        # embedder still advances, so its lag stays bounded) and the backlog is embedded at
-        # full speed once the burst is over. (A lower thread priority was tried: a descheduled
-        # embedder holding the GIL then stalled the writers; docs/retrieval.md.)
-        wait = self._last_signal + YIELD_SECONDS - time.monotonic()
-        if wait > 0:
-            self.pause(wait)
+        # Before each model run. Writers first: while they keep signalling, wait for them to
+        # pause (or for the burst wait to run out, then take one slice). A lower thread
+        # priority was tried instead: a descheduled embedder holding the GIL then stalled the
+        # writers (docs/retrieval.md); a pause of 25 ms before each run still took ~half the
+        # time of a burst (remember throughput 0.56-0.78x of the model off on busy cores).
+        now = time.monotonic()
+        if now < self._slice_until or now - self._last_signal >= QUIET_SECONDS:
+            return
+        deadline = now + BURST_WAIT_SECONDS
+        while not self.halting():
+            now = time.monotonic()
+            quiet_at = self._last_signal + QUIET_SECONDS
+            if now >= quiet_at:
+                return
+            if now >= deadline:
+                self._slice_until = now + BURST_SLICE_SECONDS
+                return
+            self.pause(min(quiet_at, deadline) - now)
 
 
 _workers: PerProcess[EmbedWorker] = PerProcess()

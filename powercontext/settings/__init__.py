@@ -175,6 +175,12 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
 # (docs/decisions.md). This bounds that cache in MiB (Memory and Experience vectors together,
 # least recently used scopes out first); 0 caches nothing. ~15 MiB holds 10k entries' vectors.
 POWERCONTEXT_VECTOR_CACHE_MB = env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, minimum=0)
+# A gunicorn worker, before it accepts requests, fills its caches (vectors within the bound above,
+# membership order, index totals) for at most this many of the most recently active scopes
+# (prepared within a day, then by latest write), for at most this many seconds; 0 scopes: none.
+# powercontext/warmup.py, docs/operators.md.
+POWERCONTEXT_PRELOAD_SCOPES = env_int("POWERCONTEXT_PRELOAD_SCOPES", 32, minimum=0)
+POWERCONTEXT_PRELOAD_SECONDS = env_int("POWERCONTEXT_PRELOAD_SECONDS", 5, minimum=0)
 # The relevance floor (powercontext/search/relevance.py; calibration in docs/retrieval.md): a
 # Memory or Experience candidate reaches the builder only when its raw cosine similarity to the
 # query is at least MIN_SIMILARITY, or when it covers at least MIN_LEXICAL_SHARE of the query's

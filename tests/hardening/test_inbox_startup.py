@@ -94,5 +94,6 @@ def test_a_gunicorn_worker_loads_the_model_before_it_answers(monkeypatch: pytest
     order: list[str] = []
     monkeypatch.setattr(warmup, "warm_up_web", lambda: order.append("web"))
     monkeypatch.setattr(embedding, "warm_up", lambda: order.append("model") or True)
-    warmup.warm_up_worker()  # returns only once both are done
-    assert order == ["web", "model"]
+    monkeypatch.setattr(warmup, "preload_recent_scopes", lambda: order.append("preload"))
+    warmup.warm_up_worker()  # returns only once all are done
+    assert order == ["web", "model", "preload"]
