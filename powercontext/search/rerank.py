@@ -97,7 +97,8 @@ def _matrix_cosines(
 ) -> None:
     """Put into ``into`` the cosine of each of ``ids`` that has a row of ``matrix`` (``rows_ids``:
     each row's membership id), by one product over those rows in matrix order."""
-    by_id = None if bool(np.all(rows_ids[1:] > rows_ids[:-1])) else np.argsort(rows_ids)  # in order: as read
+    # Rows in id order (as a full read leaves them) need no sort to be looked up.
+    by_id = None if bool(np.all(rows_ids[1:] > rows_ids[:-1])) else np.argsort(rows_ids)
     at = _positions(rows_ids if by_id is None else rows_ids[by_id], ids)
     known = np.flatnonzero(at >= 0)
     rows = at[known] if by_id is None else by_id[at[known]]
@@ -129,7 +130,8 @@ def _cosines(
     return found
 
 
-_AROUND = (-1, 1, -2, 2)  # neighbour offsets, in the order their shares are added
+# Neighbour offsets in the order their shares are added: distance 1 before and after, then 2...
+_AROUND = tuple(offset for d in range(1, NEIGHBOUR_SPAN + 1) for offset in (-d, d))
 _PAD = NEIGHBOUR_SPAN
 _WEIGHTS = (LEXICAL_NEIGHBOUR_WEIGHT, VECTOR_NEIGHBOUR_WEIGHT)
 
