@@ -47,7 +47,12 @@ from django.db import transaction
 from powercontext.core import broker
 from powercontext.core.background import PerProcess, Runner
 from powercontext.search import embedding
-from powercontext.search.vector_index import missing_vectors, scopes_missing_vectors, store_vectors
+from powercontext.search.vector_index import (
+    drop_other_model_vectors,
+    missing_vectors,
+    scopes_missing_vectors,
+    store_vectors,
+)
 
 logger = logging.getLogger("powercontext.search")
 
@@ -98,6 +103,21 @@ def embed_pending(
             break  # the same rows again and nothing stored: give up for now, report the gap
         written, batches, previous = written + stored, batches + 1, batch
     return EmbedRun(written, remaining=bool(missing_vectors(scope_id, 1)))
+
+
+def replace_other_model_vectors() -> int:
+    """When this process runs the primary model (``embedding.MODEL_ID``), delete the vectors an
+    earlier model computed so that the embedder computes them again (after an upgrade that
+    changed the model; ``rebuild_search_index`` does the same). Once per embedder start (the
+    thread here, the first sweep of a Celery worker process). A process on the fallback model
+    deletes nothing. Returns the rows deleted (logged as a count)."""
+    model = embedding.embedder()
+    if model is None or model.model_id != embedding.MODEL_ID:
+        return 0
+    dropped = drop_other_model_vectors(model.model_id)
+    if dropped:
+        logger.info("embedder: %d vectors of an earlier model dropped, embedding them again", dropped)
+    return dropped
 
 
 # -- signals (after the writer's commit) -----------------------------------------------------------
@@ -175,6 +195,8 @@ class EmbedWorker(Runner):
             )
 
     def on_start(self) -> None:
+        # After a model change, vectors of the old model are gaps too.
+        replace_other_model_vectors()
         # A process that died left gaps nobody signals again: fill them at the next start.
         for scope_id in scopes_missing_vectors():
             self.submit(scope_id)

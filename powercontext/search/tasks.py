@@ -6,6 +6,7 @@ entry ids or text), so a worker log cannot leak content.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import shared_task
@@ -15,6 +16,8 @@ from powercontext.celery import TASK_OPTIONS
 from powercontext.core import broker
 from powercontext.search import embedding, pending
 from powercontext.search.locking import maintenance_lock
+
+_replaced_other_model = threading.Event()
 
 
 @shared_task(name="powercontext.rebuild_search_index", **TASK_OPTIONS)
@@ -48,6 +51,9 @@ def embed_pending_sweep() -> dict[str, Any]:
     """Beat: enqueue ``embed_pending`` for every scope with active entries lacking a vector."""
     if embedding.embedder() is None:
         return {"scopes": 0}
+    if not _replaced_other_model.is_set():  # once per worker process (a full scan of the vectors)
+        pending.replace_other_model_vectors()
+        _replaced_other_model.set()
     scopes = search.scopes_missing_vectors()
     for scope_id in scopes:
         embed_pending.delay(scope_id)

@@ -179,6 +179,17 @@ def missing_vectors(scope_id: str | None, limit: int) -> list[VectorWork]:
     return items
 
 
+def drop_other_model_vectors(model_id: str) -> int:
+    """Delete the Memory and Experience vectors another model computed (one transaction): their
+    entries become gaps the embedder fills with ``model_id``'s vectors. Only the primary model's
+    embedder calls this (``pending``), never a process running the fallback model, so two
+    models can never keep deleting each other's vectors. Returns the rows deleted."""
+    with transaction.atomic():
+        memory = MemoryEntryVector.objects.exclude(model=model_id).delete()[0]
+        experience = ExperienceVector.objects.exclude(model=model_id).delete()[0]
+    return int(memory) + int(experience)
+
+
 def scopes_missing_vectors() -> list[str]:
     """Scopes with at least one active entry version or recallable Experience head that has
     no vector row."""
