@@ -3,10 +3,6 @@ waiting for the embedding model (powercontext/warmup.py, gunicorn.conf.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -14,8 +10,8 @@ import pytest
 
 from powercontext import warmup
 from powercontext.search import embedding
+from tests.fresh_process import run_script
 
-ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "onnxruntime", "tokenizers")
 
 # A fresh process: a reviewer logs in and opens the queue, a candidate, its history and the
@@ -54,21 +50,7 @@ print(json.dumps({"statuses": statuses, "heavy": heavy}))
 
 
 def test_the_inbox_pages_import_no_numpy_onnxruntime_or_tokenizers(tmp_path: Path) -> None:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "SECRET_KEY_FILE"}
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="powercontext.settings",
-        POWERCONTEXT_DATA_DIR=str(tmp_path),
-        POWERCONTEXT_EMBED_WRITES="sync",
-        PYTHONPATH=str(ROOT),
-    )
-    command = [sys.executable, "-c", SCRIPT, *HEAVY]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = run_script(SCRIPT, list(HEAVY), tmp_path)
     assert report["statuses"] == [200, 200, 200, 200]
     assert report["heavy"] == []
 

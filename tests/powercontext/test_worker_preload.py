@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import subprocess
-import sys
 from datetime import timedelta
 from itertools import count
 from pathlib import Path
@@ -24,9 +21,8 @@ from powercontext import warmup
 from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemoryMembership
 from powercontext.prepare.models import PrepareAggregate
 from powercontext.search import bm25, embedding, preload, relevance, rerank, vector_cache, vector_inprocess
+from tests.fresh_process import run_script
 from tests.powercontext.factories import make_memory
-
-ROOT = Path(__file__).resolve().parents[2]
 
 HARBOUR = [
     "the harbour master opens the gate at dawn",
@@ -215,26 +211,6 @@ print(json.dumps({"held": held, "statements": len(queries), "ranked": len(rankin
 
 
 def test_a_fresh_gunicorn_worker_process_starts_with_the_recent_scope_cached(tmp_path: Path) -> None:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "SECRET_KEY_FILE"}
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="powercontext.settings",
-        POWERCONTEXT_DATA_DIR=str(tmp_path),
-        POWERCONTEXT_EMBED_WRITES="sync",
-        PYTHONPATH=str(ROOT),
-    )
-    for script, args in ((SEED, HARBOUR), (WORKER, [])):
-        done = subprocess.run(
-            [sys.executable, "-c", script, *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    run_script(SEED, HARBOUR, tmp_path)
+    report = run_script(WORKER, [], tmp_path)
     assert report == {"held": {"vectors": True, "order": True}, "statements": 1, "ranked": 1}
