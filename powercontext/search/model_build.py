@@ -49,17 +49,21 @@ def _write_atomically(target: Path, data: bytes) -> None:
         raise
 
 
+def _not_from_onnxruntime(record: logging.LogRecord) -> bool:
+    return "onnxruntime" not in record.pathname
+
+
 @contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
-    """The quantization tool logs each graph tensor it skips on the root logger: keep its notes
-    out of the service's log for the build (a few seconds, once per data directory)."""
+def _quiet_quantization_tool() -> Iterator[None]:
+    """The quantization tool logs each graph tensor it skips straight on the root logger: drop
+    those records for the build (a few seconds, once per data directory). A filter on the root
+    logger sees only records logged on it directly, so every other logger is untouched."""
     root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
+    root.addFilter(_not_from_onnxruntime)
     try:
         yield
     finally:
-        root.setLevel(level)
+        root.removeFilter(_not_from_onnxruntime)
 
 
 def build(source: Path, target: Path) -> None:
@@ -84,7 +88,7 @@ def build(source: Path, target: Path) -> None:
             for node in graph.node
             if node.op_type == "MatMul" and not any(name in weights for name in node.input)
         ]
-        with _quiet_root_logger():
+        with _quiet_quantization_tool():
             quantize_dynamic(
                 str(folded),
                 str(quantized),

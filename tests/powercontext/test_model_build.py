@@ -78,3 +78,15 @@ def test_without_the_requantized_file_the_pinned_file_runs_under_its_own_id(
     assert model.model_id == embedding.PINNED_MODEL_ID != embedding.MODEL_ID
     assert model.embed("a sentence").shape == (embedding.DIMENSIONS,)
     assert "requantized model unavailable (ModuleNotFoundError): running the pinned file" in caplog.text
+
+
+def test_the_build_keeps_the_quantization_tools_notes_out_of_the_log(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO)
+    source, _ = embedding.model_files()
+    model_build.build(source, model_build.derived_path(embedding.MODEL_SHA256))
+    assert not [record for record in caplog.records if "onnxruntime" in record.pathname]
+    assert logging.getLogger().filters == []
