@@ -6,7 +6,9 @@ skips selection made before the builder (``dropped``), never re-running any part
 For each candidate in search order it says:
 
 - ``admitted``: rendered, with its item and content sizes and whether (and by what) it was cut;
-- ``duplicate``: an earlier hit of the same source had the same citation (``duplicate_of``);
+- ``duplicate``: an earlier hit of the same source had the same citation (``duplicate_of``), or,
+  with the reason ``near_identical`` (decided by selection, before the builder), the same words
+  in the same order under another citation;
 - ``skipped`` with a ``reason``: ``blank`` (blank text, id or field), ``unencodable`` (a lone
   surrogate), ``item_limit`` (its source already had its item limit of candidates),
   ``total_item_limit`` (the response already held ``TOTAL_ITEM_LIMIT`` items), ``over_budget``

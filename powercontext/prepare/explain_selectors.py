@@ -45,7 +45,8 @@ def outcome(trace: Decision) -> str:
         cut = f" truncated({trace.truncated_by})" if trace.truncated else ""
         return f"admitted {trace.content_bytes}B content, {trace.item_bytes}B item{cut}"
     if trace.decision == "duplicate":
-        return f"duplicate of #{trace.duplicate_of}"
+        how = f" ({trace.reason})" if trace.reason else ""
+        return f"duplicate of #{trace.duplicate_of}{how}"
     return f"skipped: {trace.reason}"
 
 

@@ -4,10 +4,14 @@ Search returns the builder's own hit types (``powercontext.core.hits``), so sele
 on as they are: no copy into another shape. Each hit carries its relevance figures (raw
 similarity, lexical share; ``powercontext.search.relevance``), and only hits at or above the
 relevance floor reach the builder: an unrelated prompt gets no candidate and so the empty result.
+Near-identical hits (the same words in the same order as a better-ranked one, under another
+citation) are collapsed here too, so that the window's slots carry different facts.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -23,7 +27,7 @@ from powercontext.prepare.builder import (
     ExperienceHit,
     MemoryHit,
 )
-from powercontext.prepare.trace import BELOW_RELEVANCE_FLOOR
+from powercontext.prepare.trace import BELOW_RELEVANCE_FLOOR, DUPLICATE, NEAR_IDENTICAL
 from powercontext.search import relevance, vectors
 
 # Ranked deeper than the windows, so that candidates below the relevance floor make room.
@@ -49,23 +53,47 @@ def memory_ref(revision: int) -> ArtifactRef:
     return ArtifactRef(family=Family.MEMORY, artifact_id=MEMORY_ARTIFACT_ID, revision=revision)
 
 
+_WORD = re.compile(r"\w+")
+
+
+def wording(hit: MemoryHit | ExperienceHit) -> tuple[str, ...] | None:
+    """What two near-identical hits share: their words in order, per text field, ignoring case
+    (Unicode case folding), punctuation, spacing and Unicode form (NFKC). None for a hit without
+    a word (emoji or punctuation only), which is never taken for another. "Port 6543." and
+    "port 6543" are near-identical; "port 6543" and "port 5432", or a sentence with "not" and
+    one without, are not."""
+    texts = (hit.text,) if isinstance(hit, MemoryHit) else hit.content.values()
+    words = tuple(" ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold())) for text in texts)
+    return words if any(words) else None
+
+
 def select(source: str, hits: Sequence[Hit], limit: int) -> tuple[list[Hit], list[Decision]]:
-    """The first ``limit`` hits at or above the relevance floor, in search order, and the others
-    as skip decisions (``below_relevance_floor`` or ``window``), ranked after the kept ones in
-    search order."""
+    """The first ``limit`` hits at or above the relevance floor that are not near-identical to an
+    earlier kept one, in search order, and the others as decisions ranked after the kept ones in
+    search order: skips (``below_relevance_floor``, ``window``) and ``near_identical``
+    duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
     floor = relevance.floor()
     kept: list[Hit] = []
-    dropped: list[tuple[Hit, str]] = []
+    seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
+    dropped: list[tuple[Hit, str, int | None]] = []
     for hit in hits:
         if not floor.admits(hit.similarity, hit.lexical_share):
-            dropped.append((hit, BELOW_RELEVANCE_FLOOR))
-        elif len(kept) < limit:
-            kept.append(hit)
+            dropped.append((hit, BELOW_RELEVANCE_FLOOR, None))
+        elif len(kept) >= limit:
+            dropped.append((hit, "window", None))
         else:
-            dropped.append((hit, "window"))
+            words = wording(hit)
+            if words is not None and words in seen:
+                dropped.append((hit, NEAR_IDENTICAL, seen[words]))
+                continue
+            kept.append(hit)
+            if words is not None:
+                seen[words] = len(kept)
     decisions = [
         Decision(source, rank, hit, SKIPPED, reason=reason)
-        for rank, (hit, reason) in enumerate(dropped, start=len(kept) + 1)
+        if duplicate_of is None
+        else Decision(source, rank, hit, DUPLICATE, reason=reason, duplicate_of=duplicate_of)
+        for rank, (hit, reason, duplicate_of) in enumerate(dropped, start=len(kept) + 1)
     ]
     return kept, decisions
 

@@ -19,6 +19,9 @@ SKIPPED = "skipped"
 # ``window`` (beyond the candidate window) and ``below_relevance_floor`` (neither similar enough
 # to the query nor covering enough of its words: ``powercontext.search.relevance``).
 BELOW_RELEVANCE_FLOOR = "below_relevance_floor"
+# A ``duplicate`` decided by selection: the same words in the same order as a hit it kept
+# (case, punctuation, spacing and Unicode form aside), though a different citation.
+NEAR_IDENTICAL = "near_identical"
 SKIP_REASONS = (
     "blank",
     "unencodable",
@@ -44,8 +47,9 @@ class Decision(NamedTuple):
     rank: int
     hit: MemoryHit | ExperienceHit
     decision: str  # ADMITTED | DUPLICATE | SKIPPED
-    reason: str | None = None  # SKIPPED only
+    reason: str | None = None  # SKIPPED; DUPLICATE only when selection decided it (NEAR_IDENTICAL)
     duplicate_of: int | None = None  # DUPLICATE only: rank of the first hit with the same citation
+    # (NEAR_IDENTICAL: with the same wording)
     attempt: int | None = None
     item_bytes: int = 0
     content_bytes: int = 0
