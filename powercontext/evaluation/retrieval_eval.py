@@ -14,7 +14,9 @@ evidence turn, overall and per category, next to the mean items and bytes per pa
 Negative sets (``--negatives``, ``NEGATIVE_SETS``): prompts unrelated to the memory they are
 asked against, kept in ``powercontext/evaluation/data``: software-engineering questions against
 every conversation's scope, everyday questions and small talk against one engineering-notes scope
-(``engineering_notes.txt``, remembered into ``eval-eng-<run>``), nonsense against all of them. A
+(``engineering_notes.txt``, remembered into ``eval-eng-<run>``), nonsense against all of them,
+and Chinese everyday questions and small talk against Chinese engineering notes
+(``engineering_notes_zh.txt``, ``eval-eng-zh-<run>``: the model does not read Chinese). A
 correct answer is ``empty``; the report gives each set's empty rate, mean items and bytes.
 
 Everything goes through the real services and the prepare application, in process. Scope ids
@@ -54,13 +56,19 @@ NOTE_KIND = "note"
 # depend on where this module lives).
 DATA_DIR = Path(settings.BASE_DIR) / "powercontext" / "evaluation" / "data"
 ENGINEERING_NOTES = "engineering_notes.txt"
-CHAT, ENGINEERING = "chat", "engineering"
+CHAT, ENGINEERING, ENGINEERING_ZH = "chat", "engineering", "engineering-zh"
+# kind of scope -> (notes file, scope id prefix) for the scopes the negative sets build
+NOTE_SCOPES = {
+    ENGINEERING: (ENGINEERING_NOTES, "eval-eng"),
+    ENGINEERING_ZH: ("engineering_notes_zh.txt", "eval-eng-zh"),
+}
 # name -> (file, the scopes it is asked against)
 NEGATIVE_SETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "software": ("negatives_software.txt", (CHAT,)),
     "everyday": ("negatives_everyday.txt", (ENGINEERING,)),
     "smalltalk": ("negatives_smalltalk.txt", (ENGINEERING,)),
     "nonsense": ("negatives_nonsense.txt", (CHAT, ENGINEERING)),
+    "everyday-zh": ("negatives_everyday_zh.txt", (ENGINEERING_ZH,)),
 }
 _TURN_ID = re.compile(r"D\d+:\d+")
 _SESSION = re.compile(r"session_(\d+)")
@@ -296,12 +304,14 @@ def _wait_for_vectors(scope_id: str) -> None:
 def evaluate_negatives(
     application: ScopedContextApplication, report: Report, *, run: str, chat_scopes: list[str]
 ) -> None:
-    """Ask every negative set against its scopes (the engineering scope is built here)."""
-    engineering = f"eval-eng-{run}"
-    for note in read_lines(ENGINEERING_NOTES):
-        memory_remember(scope_id=engineering, kind=NOTE_KIND, text=note)
-    _wait_for_vectors(engineering)
-    targets = {CHAT: chat_scopes, ENGINEERING: [engineering]}
+    """Ask every negative set against its scopes (the engineering scopes are built here)."""
+    targets = {CHAT: chat_scopes}
+    for kind, (notes, prefix) in NOTE_SCOPES.items():
+        scope_id = f"{prefix}-{run}"
+        for note in read_lines(notes):
+            memory_remember(scope_id=scope_id, kind=NOTE_KIND, text=note)
+        _wait_for_vectors(scope_id)
+        targets[kind] = [scope_id]
     for name, (file_name, kinds) in NEGATIVE_SETS.items():
         prompts = read_lines(file_name)
         for kind in kinds:
@@ -380,10 +390,10 @@ def render_table(summary: dict[str, Any]) -> str:
             f"{score['item_precision']:>11.3f}{score['mean_items']:>7.2f}{score['mean_content_bytes']:>7.0f}"
         )
     if summary.get("negatives"):
-        lines.append(f"{'negative set':<26}{'n':>6}{'empty':>8}{'items':>7}{'bytes':>7}")
+        lines.append(f"{'negative set':<30}{'n':>6}{'empty':>8}{'items':>7}{'bytes':>7}")
         for name, score in summary["negatives"].items():
             lines.append(
-                f"{name:<26}{score['prompts']:>6}{score['empty_rate']:>8.3f}{score['mean_items']:>7.2f}"
+                f"{name:<30}{score['prompts']:>6}{score['empty_rate']:>8.3f}{score['mean_items']:>7.2f}"
                 f"{score['mean_content_bytes']:>7.0f}"
             )
     lines.append(

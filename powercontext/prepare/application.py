@@ -52,7 +52,7 @@ class ScopedContextApplication:
         fail; database errors propagate to the HTTP error mapping (503 when unreachable).
         """
         started = time.perf_counter()
-        mode = search.best_mode() if self.audit else ""
+        mode = search.best_mode(request.query) if self.audit else ""
         found = context_selectors.context_candidates(
             scope_id=request.scope_id,
             query=request.query,

@@ -149,7 +149,7 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
     The caller validates its input (non-blank scope and query, ``max_bytes`` within the
     contract's range); raises ``BuilderInvariantError`` when the builder's invariants fail.
     """
-    mode = search.best_mode()
+    mode = search.best_mode(query)
     found = context_candidates(
         scope_id=scope_id,
         query=query,

@@ -104,13 +104,14 @@ def context_candidates(
     """Ranked Memory hits of the scope's current head (all citing one head revision) and ranked
     approved, current Experience heads, each at or above the relevance floor.
 
-    With the embedding model (``search.best_mode() == "hybrid"``) Memory is ranked by
+    With the embedding model (``search.best_mode(query) == "hybrid"``: a model that reads the
+    query's script, ``embedding.reads``) Memory is ranked by
     ``vectors.ranked_context`` (deep full-text and vector pools, neighbour smoothing, a speaker
     prior) and Experience by fusion; without it, by full text alone (both windows read by one
     statement). Every candidate then gets its raw similarity and lexical share and the floor
     decides; the builder sees the same dataclasses either way.
     """
-    hybrid = search.best_mode() == "hybrid"
+    hybrid = search.best_mode(query) == "hybrid"
     find = vectors.ranked_context if hybrid else search.search_context
     memory_found, experience_found = find(
         scope_id,

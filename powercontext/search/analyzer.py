@@ -75,7 +75,8 @@ _CJK_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-def _is_cjk(ch: str) -> bool:
+def is_cjk(ch: str) -> bool:
+    """Whether ``ch`` is a Chinese, Japanese or Korean character (ideograph, kana, hangul, ...)."""
     cp = ord(ch)
     for low, high in _CJK_RANGES:
         if low <= cp <= high:
@@ -85,7 +86,7 @@ def _is_cjk(ch: str) -> bool:
 
 def _kind(ch: str) -> str:
     """Classify one character: 'c' CJK, 'w' word, 'm' combining mark, 's' symbol, '' separator."""
-    if _is_cjk(ch):
+    if is_cjk(ch):
         # Iteration marks and prolonged-sound marks are Lm inside the ranges: still CJK.
         return "c" if unicodedata.category(ch)[0] in "LN" or ch in "\u3005\u30fc" else ""
     if ch == "_":

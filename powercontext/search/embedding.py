@@ -21,12 +21,15 @@ import hashlib
 import importlib.util
 import logging
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.conf import settings
+
+from powercontext.search.analyzer import is_cjk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,6 +49,48 @@ TOKENIZER_SIZE = 466247
 QUERY_CACHE_SIZE = 1024
 
 Vector: TypeAlias = "npt.NDArray[np.float32]"
+
+
+def _latin(ch: str) -> bool:
+    cp = ord(ch)
+    # Basic Latin to Latin Extended-B, Latin Extended Additional, -C, -D, full-width Latin.
+    return (
+        cp < 0x250
+        or 0x1E00 <= cp <= 0x1EFF
+        or 0x2C60 <= cp <= 0x2C7F
+        or 0xA720 <= cp <= 0xA7FF
+        or 0xFF21 <= cp <= 0xFF5A
+    )
+
+
+def reads(text: str) -> bool:
+    """Whether this model's similarities mean anything for ``text``: False when most of its words
+    are written in a script other than Latin.
+
+    all-MiniLM-L6-v2 learned from English sentence pairs. Any two texts in Chinese, Japanese or
+    Russian come out similar (unrelated prompts against engineering notes in those languages:
+    best cosine 0.59-0.71, above the relevance floor; in English 0.11-0.18; docs/retrieval.md
+    "Text the model cannot read"), so such a query is ranked and admitted by its words alone, as
+    in full-text mode. A CJK character counts as one word, a run of letters of another script as
+    one; digits, marks and punctuation do not count (no letter at all: True).
+    """
+    if text.isascii():
+        return True
+    latin = other = 0
+    previous = ""
+    for ch in text:
+        if not ch.isalpha():
+            if not unicodedata.combining(ch):  # an accent goes on with its word
+                previous = ""
+        elif is_cjk(ch):
+            other += 1
+            previous = ""
+        else:
+            kind = "latin" if _latin(ch) else "other"
+            if kind != previous:
+                latin, other = (latin + 1, other) if kind == "latin" else (latin, other + 1)
+                previous = kind
+    return latin >= other
 
 
 class ModelUnavailable(RuntimeError):

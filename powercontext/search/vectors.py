@@ -53,8 +53,11 @@ def available_modes() -> tuple[str, ...]:
     return ALL_MODES if embedding.embedder() is not None else FTS_MODES
 
 
-def best_mode() -> str:
-    """What ``auto`` means: hybrid when the model is available, else fts."""
+def best_mode(query: str | None = None) -> str:
+    """What ``auto`` means: hybrid when the model is available (and reads ``query``, when given:
+    ``embedding.reads``), else fts."""
+    if query is not None and not embedding.reads(query):
+        return "fts"
     return "hybrid" if embedding.embedder() is not None else "fts"
 
 
@@ -301,9 +304,9 @@ def hybrid_search_context(
 
 
 def search_memory_mode(scope_id: str, query: str, limit: int, mode: str) -> tuple[str, list[MemoryHit]]:
-    """Search in ``mode`` (``auto`` = ``best_mode()``); returns the mode used and the rows.
+    """Search in ``mode`` (``auto`` = ``best_mode(query)``); returns the mode used and the rows.
     The caller checks that ``mode`` is available."""
-    resolved = best_mode() if mode == "auto" else mode
+    resolved = best_mode(query) if mode == "auto" else mode
     if resolved == "vector":
         return resolved, vector_search_memory(scope_id, query, limit)
     if resolved == "hybrid":
