@@ -17,6 +17,7 @@ the ``vector``/``hybrid`` search modes are unavailable. The load is attempted on
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -63,6 +64,7 @@ def _latin(ch: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=64)  # one prepare asks up to four times about its query
 def reads(text: str) -> bool:
     """Whether this model's similarities mean anything for ``text``: False when most of its words
     are written in a script other than Latin.
