@@ -57,8 +57,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--embed-rounds",
             type=int,
-            default=1,
-            help="rounds of the three modes in the embed_writes section",
+            default=3,
+            help="rounds of the three modes in the embed_writes section (each round starts with the next mode)",
         )
         parser.add_argument(
             "--pipeline-sessions", type=int, default=1000, help="captured sessions for the pipeline section"
