@@ -121,9 +121,13 @@ _HITS_SQL = (
     f" FROM {MemoryMembership._meta.db_table} m"
     f" JOIN {MemoryEntry._meta.db_table} e ON e.id = m.entry_id"
     f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
-    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
+    f" JOIN {Artifact._meta.db_table} a ON a.scope_id = %s"
     f" AND a.family = '{MEMORY_FAMILY}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'"
-    f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND m.id IN ({{ids}})"
+    # ``m.scope_id || ''``: the scope test must not pick the index; else SQLite walks the scope's
+    # whole head by (scope, to_revision) to find the ids instead of looking each one up. The
+    # head is found by the scope itself (its unique key), not through ``m``.
+    f" WHERE m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'"
+    f" AND m.id IN ({{ids}})"
 )
 
 
@@ -133,7 +137,8 @@ def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit
         return []
     with connection.cursor() as cursor:
         cursor.execute(
-            _HITS_SQL.format(ids=", ".join(["%s"] * len(ranked))), [scope_id, *[pk for pk, _ in ranked]]
+            _HITS_SQL.format(ids=", ".join(["%s"] * len(ranked))),
+            [scope_id, scope_id, *[pk for pk, _ in ranked]],
         )
         found = {row[0]: row for row in cursor.fetchall()}
     return [
