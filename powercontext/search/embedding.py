@@ -89,8 +89,11 @@ def reads(text: str) -> bool:
             previous = ""
         else:
             kind = "latin" if _latin(ch) else "other"
-            if kind != previous:
-                latin, other = (latin + 1, other) if kind == "latin" else (latin, other + 1)
+            if kind != previous:  # a new word
+                if kind == "latin":
+                    latin += 1
+                else:
+                    other += 1
                 previous = kind
     return latin >= other
 
@@ -218,6 +221,12 @@ def embedder() -> Embedder | None:
                 logger.warning("embeddings unavailable (%s): vector search is off", type(exc).__name__)
                 _state["model"] = None
         return _state["model"]
+
+
+def embedder_for(query: str) -> Embedder | None:
+    """The model, when there is one and its similarities mean something for ``query``
+    (``reads``): what prepare, search's ``auto`` and the relevance figures rank and admit by."""
+    return embedder() if reads(query) else None
 
 
 def warm_up() -> bool:

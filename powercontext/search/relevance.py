@@ -258,16 +258,11 @@ def _cosines(rows: Iterable[tuple[Any, bytes | memoryview]], query_vector: Any) 
     return {key: float(np.dot(embedding.from_bytes(data), query_vector)) for key, data in rows}
 
 
-def _reading_model(query: str) -> embedding.Embedder | None:
-    """The model, when there is one and its similarities mean something for ``query``."""
-    return embedding.embedder() if embedding.reads(query) else None
-
-
 def memory_similarities(scope_id: str, query: str, rows: Sequence[MemoryHit]) -> dict[str, float]:
     """Raw cosine between the query and each row's stored vector, by entry version id (one
     statement; rows without a vector of the current model are absent; empty without a model or
     for a query it does not read)."""
-    model = _reading_model(query)
+    model = embedding.embedder_for(query)
     if model is None or not rows:
         return {}
     stored = MemoryEntryVector.objects.filter(
@@ -303,7 +298,7 @@ def annotate_experience(scope_id: str, query: str, rows: Sequence[ExperienceHit]
     if not rows:
         return []
     weights = term_weights(EXPERIENCE_INDEX, scope_id, content_terms(query))
-    model = _reading_model(query)
+    model = embedding.embedder_for(query)
     similarity: dict[tuple[int, int], float] = {}
     if model is not None:
         vector = model.embed_query(query)

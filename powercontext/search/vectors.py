@@ -56,9 +56,8 @@ def available_modes() -> tuple[str, ...]:
 def best_mode(query: str | None = None) -> str:
     """What ``auto`` means: hybrid when the model is available (and reads ``query``, when given:
     ``embedding.reads``), else fts."""
-    if query is not None and not embedding.reads(query):
-        return "fts"
-    return "hybrid" if embedding.embedder() is not None else "fts"
+    model = embedding.embedder() if query is None else embedding.embedder_for(query)
+    return "hybrid" if model is not None else "fts"
 
 
 # -- writes (inside the writers' transactions) ---------------------------------------------------
