@@ -11,13 +11,9 @@ its evidence turns whose entries the pack's Memory items cite; its hit is whethe
 Precision: a pack's Memory items are counted; item precision is the share of them that cite an
 evidence turn, overall and per category, next to the mean items and bytes per pack.
 
-Negative sets (``--negatives``, ``NEGATIVE_SETS``): prompts unrelated to the memory they are
-asked against, kept in ``powercontext/evaluation/data``: software-engineering questions against
-every conversation's scope, everyday questions and small talk against one engineering-notes scope
-(``engineering_notes.txt``, remembered into ``eval-eng-<run>``), nonsense against all of them,
-and Chinese everyday questions and small talk against Chinese engineering notes
-(``engineering_notes_zh.txt``, ``eval-eng-zh-<run>``: the model does not read Chinese). A
-correct answer is ``empty``; the report gives each set's empty rate, mean items and bytes.
+Negative and related sets (``--negatives``, ``note_sets``): prompts unrelated to the memory
+they are asked against (the correct answer is ``empty``), and questions in other languages than
+English that one engineering note answers; the report gives their empty and found rates.
 
 Everything goes through the real services and the prepare application, in process. Scope ids
 are fresh per run (``eval-locomo-<run>-<sample>``), so existing data is never read or changed;
@@ -26,7 +22,6 @@ use a throwaway database all the same, since the evaluation's rows stay.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import time
@@ -34,16 +29,21 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from powercontext.core.models import MemoryMembership
+from powercontext.evaluation import note_sets
 from powercontext.evaluation.bench.common import percentile
+from powercontext.evaluation.note_sets import (  # noqa: F401 (re-exported: tests and tools read them here)
+    NEGATIVE_SETS,
+    NegativeScore,
+    PackTotals,
+    RelatedScore,
+    memory_item_entry_ids,
+    read_lines,
+)
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
-from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.search import embedding, pending
 
 KIND = "conversation"
@@ -51,25 +51,6 @@ MAX_BYTES = 8000
 EMBED_TIMEOUT = 3600.0
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 MEMORY_TEXT_MAX_BYTES = 8192
-NOTE_KIND = "note"
-# The evaluation data directory (kept in the repository; ``BASE_DIR``-relative, so it does not
-# depend on where this module lives).
-DATA_DIR = Path(settings.BASE_DIR) / "powercontext" / "evaluation" / "data"
-ENGINEERING_NOTES = "engineering_notes.txt"
-CHAT, ENGINEERING, ENGINEERING_ZH = "chat", "engineering", "engineering-zh"
-# kind of scope -> (notes file, scope id prefix) for the scopes the negative sets build
-NOTE_SCOPES = {
-    ENGINEERING: (ENGINEERING_NOTES, "eval-eng"),
-    ENGINEERING_ZH: ("engineering_notes_zh.txt", "eval-eng-zh"),
-}
-# name -> (file, the scopes it is asked against)
-NEGATIVE_SETS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "software": ("negatives_software.txt", (CHAT,)),
-    "everyday": ("negatives_everyday.txt", (ENGINEERING,)),
-    "smalltalk": ("negatives_smalltalk.txt", (ENGINEERING,)),
-    "nonsense": ("negatives_nonsense.txt", (CHAT, ENGINEERING)),
-    "everyday-zh": ("negatives_everyday_zh.txt", (ENGINEERING_ZH,)),
-}
 _TURN_ID = re.compile(r"D\d+:\d+")
 _SESSION = re.compile(r"session_(\d+)")
 
@@ -102,33 +83,6 @@ class Conversation:
 
 
 @dataclass
-class PackTotals:
-    """What the packs of one report held, summed: one pack per question (or prompt), its Memory
-    items and content bytes."""
-
-    packs: int = 0
-    items: int = 0  # Memory items in the packs
-    content_bytes: int = 0
-
-    def add_pack(self, items: int, content_bytes: int) -> None:
-        self.packs += 1
-        self.items += items
-        self.content_bytes += content_bytes
-
-    def rate(self, count: float) -> float:
-        """``count`` per pack, as every report rounds a rate."""
-        return round(count / (self.packs or 1), 4)
-
-    def pack_means(self) -> dict[str, float]:
-        """The mean items and content bytes per pack, as every report states them."""
-        packs = self.packs or 1
-        return {
-            "mean_items": round(self.items / packs, 3),
-            "mean_content_bytes": round(self.content_bytes / packs, 1),
-        }
-
-
-@dataclass
 class Score(PackTotals):
     """Running totals of the questions of one category (or all): recall, hits and the packs'
     items (``evidence_items``: those citing an evidence turn); ``as_dict`` gives the rates."""
@@ -154,21 +108,6 @@ class Score(PackTotals):
 
 
 @dataclass
-class NegativeScore(PackTotals):
-    """Running totals of one negative set: prompts and empty packs (the correct answer);
-    ``as_dict`` gives the empty rate and the pack means."""
-
-    empty: int = 0
-
-    def add(self, items: int, content_bytes: int) -> None:
-        self.empty += items == 0
-        self.add_pack(items, content_bytes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"prompts": self.packs, "empty_rate": self.rate(self.empty), **self.pack_means()}
-
-
-@dataclass
 class Report:
     overall: Score = field(default_factory=Score)
     by_category: dict[int, Score] = field(default_factory=lambda: {c: Score() for c in CATEGORIES})
@@ -180,6 +119,7 @@ class Report:
     seed_seconds: float = 0.0  # remembering the turns (the embedder may run meanwhile)
     embed_wait_seconds: float = 0.0  # after the last remember, until every turn had its vector
     negatives: dict[str, NegativeScore] = field(default_factory=dict)  # "<set> @ <target>"
+    related: dict[str, RelatedScore] = field(default_factory=dict)  # "<set> @ <target>"
 
     def as_dict(self) -> dict[str, Any]:
         ms = self.prepare_ms or [0.0]
@@ -190,6 +130,7 @@ class Report:
             "overall": self.overall.as_dict(),
             "by_category": {f"{c} {name}": self.by_category[c].as_dict() for c, name in CATEGORIES.items()},
             "negatives": {name: score.as_dict() for name, score in self.negatives.items()},
+            "related": {name: score.as_dict() for name, score in self.related.items()},
             "mean_content_bytes": round(statistics.fmean(self.content_bytes), 1) if self.content_bytes else 0,
             "prepare_p50_ms": round(statistics.median(ms), 3),
             "prepare_p95_ms": round(percentile(ms, 0.95), 3),
@@ -243,20 +184,6 @@ def cited_entry_ids(content: str | None) -> set[str]:
     return set(memory_item_entry_ids(content))
 
 
-def memory_item_entry_ids(content: str | None) -> list[str]:
-    """The entry id of each Memory item of a prepared context's ``content``, in order."""
-    if content is None:
-        return []
-    envelope = json.loads(content[len(CONTENT_PREFIX) : -len(CONTENT_SUFFIX)])
-    return [item["citation"]["entry_id"] for item in envelope["items"] if "memory_ref" in item["citation"]]
-
-
-def read_lines(name: str) -> list[str]:
-    """The prompts (or notes) of one evaluation data file: "#" lines and blank lines skipped."""
-    text = (DATA_DIR / name).read_text(encoding="utf-8")
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
 def _memory_text(text: str) -> str | None:
     text = unicodedata.normalize("NFC", text).strip()
     if not text or len(text.encode("utf-8")) > MEMORY_TEXT_MAX_BYTES:
@@ -301,29 +228,6 @@ def _wait_for_vectors(scope_id: str) -> None:
         raise RuntimeError("the embedder did not catch up within the timeout")
 
 
-def evaluate_negatives(
-    application: ScopedContextApplication, report: Report, *, run: str, chat_scopes: list[str]
-) -> None:
-    """Ask every negative set against its scopes (the engineering scopes are built here)."""
-    targets = {CHAT: chat_scopes}
-    for kind, (notes, prefix) in NOTE_SCOPES.items():
-        scope_id = f"{prefix}-{run}"
-        for note in read_lines(notes):
-            memory_remember(scope_id=scope_id, kind=NOTE_KIND, text=note)
-        _wait_for_vectors(scope_id)
-        targets[kind] = [scope_id]
-    for name, (file_name, kinds) in NEGATIVE_SETS.items():
-        prompts = read_lines(file_name)
-        for kind in kinds:
-            score = report.negatives.setdefault(f"{name} @ {kind}", NegativeScore())
-            for scope_id in targets[kind]:
-                for prompt in prompts:
-                    prepared = application.prepare(
-                        PrepareRequest(scope_id=scope_id, query=prompt, max_bytes=MAX_BYTES)
-                    )
-                    score.add(len(memory_item_entry_ids(prepared.content)), prepared.content_bytes)
-
-
 def evaluate(
     conversations: list[Conversation],
     *,
@@ -332,7 +236,7 @@ def evaluate(
     negatives: bool = False,
 ) -> Report:
     """Load each conversation into a fresh scope, ask its questions, score the packs; with
-    ``negatives``, also ask the negative sets (``NEGATIVE_SETS``)."""
+    ``negatives``, also ask the negative and related sets (``note_sets``)."""
     run = run_id or uuid.uuid4().hex[:12]
     application = ScopedContextApplication()
     report = Report()
@@ -375,7 +279,9 @@ def evaluate(
                 f"{conversation.sample_id}: {len(entries)} turns, {len(conversation.questions)} questions"
             )
     if negatives:
-        evaluate_negatives(application, report, run=run, chat_scopes=chat_scopes)
+        report.negatives, report.related = note_sets.evaluate_note_sets(
+            application, run=run, chat_scopes=chat_scopes, caught_up=_wait_for_vectors
+        )
     return report
 
 
@@ -394,6 +300,13 @@ def render_table(summary: dict[str, Any]) -> str:
         for name, score in summary["negatives"].items():
             lines.append(
                 f"{name:<30}{score['prompts']:>6}{score['empty_rate']:>8.3f}{score['mean_items']:>7.2f}"
+                f"{score['mean_content_bytes']:>7.0f}"
+            )
+    if summary.get("related"):
+        lines.append(f"{'related set':<30}{'n':>6}{'found':>8}{'items':>7}{'bytes':>7}")
+        for name, score in summary["related"].items():
+            lines.append(
+                f"{name:<30}{score['questions']:>6}{score['found_rate']:>8.3f}{score['mean_items']:>7.2f}"
                 f"{score['mean_content_bytes']:>7.0f}"
             )
     lines.append(

@@ -67,12 +67,13 @@ def wording(hit: MemoryHit | ExperienceHit) -> tuple[str, ...] | None:
     return words if any(words) else None
 
 
-def select(source: str, hits: Sequence[Hit], limit: int) -> tuple[list[Hit], list[Decision]]:
-    """The first ``limit`` hits at or above the relevance floor that are not near-identical to an
+def select(
+    source: str, hits: Sequence[Hit], limit: int, floor: relevance.Floor
+) -> tuple[list[Hit], list[Decision]]:
+    """The first ``limit`` hits at or above the relevance ``floor`` that are not near-identical to an
     earlier kept one, in search order, and the others as decisions ranked after the kept ones in
     search order: skips (``below_relevance_floor``, ``window``) and ``near_identical``
     duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
-    floor = relevance.floor()
     kept: list[Hit] = []
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
     dropped: list[tuple[Hit, str, int | None]] = []
@@ -109,7 +110,8 @@ def context_candidates(
     ``vectors.ranked_context`` (deep full-text and vector pools, neighbour smoothing, a speaker
     prior) and Experience by fusion; without it, by full text alone (both windows read by one
     statement). Every candidate then gets its raw similarity and lexical share and the floor
-    decides; the builder sees the same dataclasses either way.
+    for this query decides (``relevance.floor``: stricter on similarity for a query in another
+    language than English); the builder sees the same dataclasses either way.
     """
     hybrid = search.best_mode(query) == "hybrid"
     find = vectors.ranked_context if hybrid else search.search_context
@@ -121,8 +123,9 @@ def context_candidates(
     )
     memory_found = relevance.annotate_memory(scope_id, query, memory_found)
     experience_found = relevance.annotate_experience(scope_id, query, experience_found)
-    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit)
-    experience_hits, experience_dropped = select(EXPERIENCE_FAMILY, experience_found, experience_limit)
+    floor = relevance.floor(query)
+    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit, floor)
+    experience_hits, experience_dropped = select(EXPERIENCE_FAMILY, experience_found, experience_limit, floor)
     return ContextCandidates(
         memory_ref=memory_hits[0].memory_ref if memory_hits else None,
         memory_hits=memory_hits,

@@ -18,8 +18,9 @@ index token format 3): a plain ASCII word (``[a-z]+``) is reduced to its Snowbal
 documents are indexed and when queries are analyzed, so "painted", "painting" and "paints" meet.
 Other terms (digits, non-ASCII words, CJK, emoji) are indexed as they are.
 
-Queries also drop ``STOP_WORDS`` (``query_terms``), so a question such as "what did Ann say
-about kayaking" ranks by "ann", "say" and "kayaking", not by its function words. Documents keep
+Queries also drop stop words (``query_terms``: English function words, and those of the query's
+own language, ``languages``), so a question such as "what did Ann say about kayaking" ranks by
+"ann", "say" and "kayaking", not by its function words; "où est la sauvegarde" by "sauvegarde". Documents keep
 their stop words: a query made only of stop words still matches them.
 """
 
@@ -33,6 +34,8 @@ from functools import lru_cache
 
 from snowballstemmer import EnglishStemmer
 
+from powercontext.search import languages
+
 ANALYZER_VERSION = 1
 # The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
 # another format are reported by ``verify`` and rewritten by ``rebuild_search_index``; terms
@@ -42,20 +45,9 @@ INDEX_TOKEN_FORMAT = 3
 MAX_TERM_CHARS = 64
 MAX_QUERY_TERMS = 64
 
-# Dropped from queries only. The classic English function-word list (articles, pronouns,
-# auxiliaries, prepositions, conjunctions, question words) plus the pieces that contractions
-# split into ("what's" -> "what", "s"). Kept small on purpose: content words never belong here.
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could d did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just ll m me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own re s same she should so some such t than that the their theirs them
-    themselves then there these they this those through to too under until up ve very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    """.split()
-)
+# Dropped from queries only (``languages``): English function words, and those of the query's
+# own language when it is another (``query_terms``). Content words never belong here.
+STOP_WORDS = languages.ENGLISH_STOP_WORDS
 _STEMMED_TERM = re.compile(r"[a-z]+")
 
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
@@ -171,10 +163,12 @@ def index_terms(terms: Iterable[str]) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """Unique index terms of a query in order of first appearance, at most ``MAX_QUERY_TERMS``.
 
-    Stop words are dropped unless the query has nothing else (then it searches by them).
+    Stop words (English, and the query's own language's: ``languages.stop_words``) are dropped
+    unless the query has nothing else (then it searches by them).
     """
     terms = analyze(text)
-    content = [term for term in terms if term not in STOP_WORDS]
+    stop = languages.stop_words(terms)
+    content = [term for term in terms if term not in stop]
     seen: dict[str, None] = {}
     for term in content or terms:
         seen.setdefault(index_term(term), None)

@@ -16,7 +16,9 @@ finds nearest neighbours. So each Memory and Experience candidate gets two figur
 A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical_share >=
 MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
 (lexical evidence needs a little agreement from meaning: one shared everyday word is not a
-topic). Without a similarity the lexical share decides alone. Thresholds are settings
+topic). Without a similarity the lexical share decides alone. A query in another language than
+English (``languages``) needs a higher similarity, ``MIN_SIMILARITY_OTHER_LANGUAGES``: the model
+learned from English and finds unrelated text in other languages alike. Thresholds are settings
 (``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
 """
 
@@ -36,7 +38,7 @@ from django.db import connection
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import ExperienceVector, MemoryEntryVector
-from powercontext.search import analyzer, embedding
+from powercontext.search import analyzer, embedding, languages
 from powercontext.search.engines import BM25_B, BM25_K1, BM25_MIN_IDF, scope_tokens
 from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 
@@ -68,20 +70,35 @@ class Floor:
         return similarity is None or similarity >= self.min_lexical_similarity
 
 
-def floor() -> Floor:
-    """The floor the settings define (read per call: tests override settings)."""
-    return Floor(
+@lru_cache(maxsize=64)  # one prepare asks about its query more than once
+def query_language(query: str) -> str:
+    """The language ``query`` is written in (``languages.language`` of its analysed words)."""
+    return languages.language(analyzer.analyze(query))
+
+
+def floor(query: str | None = None) -> Floor:
+    """The floor the settings define (read per call: tests override settings), for ``query``:
+    a query in another language than English (``query_language``) needs a similarity of at least
+    ``MIN_SIMILARITY_OTHER_LANGUAGES`` to be admitted on meaning alone, since the model finds
+    unrelated text in those languages alike (docs/retrieval.md, "Other languages")."""
+    base = Floor(
         min_similarity=float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY),
         min_lexical_share=float(settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE),
         min_lexical_similarity=float(settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY),
     )
+    if base.off or query is None or query_language(query) == languages.ENGLISH:
+        return base
+    other = float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES)
+    return replace(base, min_similarity=max(base.min_similarity, other))
 
 
 def content_terms(query: str) -> list[str]:
     """The query's index terms without stop words, unique, in order (none: no lexical evidence)."""
     seen: dict[str, None] = {}
-    for term in analyzer.analyze(query):
-        if term not in analyzer.STOP_WORDS:
+    terms = analyzer.analyze(query)
+    stop = languages.stop_words(terms)
+    for term in terms:
+        if term not in stop:
             seen.setdefault(analyzer.index_term(term), None)
             if len(seen) >= analyzer.MAX_QUERY_TERMS:
                 break

@@ -42,7 +42,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from powercontext.core.hits import MemoryHit
-from powercontext.search import analyzer, embedding, relevance, rerank_state, vector_inprocess
+from powercontext.search import analyzer, embedding, languages, relevance, rerank_state, vector_inprocess
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,7 +226,8 @@ def _fused(
 def _query_terms(words: list[str]) -> list[str]:
     """``analyzer.query_terms`` of the query these are the analysed words of: its index terms
     without stop words (all, if it has nothing else), unique, the first ``MAX_QUERY_TERMS``."""
-    content = [word for word in words if word not in analyzer.STOP_WORDS]
+    stop = languages.stop_words(words)
+    content = [word for word in words if word not in stop]
     return list(dict.fromkeys(map(analyzer.index_term, content or words)))[: analyzer.MAX_QUERY_TERMS]
 
 
@@ -234,7 +235,8 @@ def _content_terms(query_terms: list[str], words: list[str]) -> list[str]:
     """``relevance.content_terms`` of the query with these ``analyzer.query_terms`` and
     ``analyzer.analyze`` results, without analysing it again: its terms when it has any besides
     stop words (``query_terms`` then keeps exactly those), else none."""
-    return query_terms if any(word not in analyzer.STOP_WORDS for word in words) else []
+    stop = languages.stop_words(words)
+    return query_terms if any(word not in stop for word in words) else []
 
 
 def _annotated(row: MemoryHit, **figures: Any) -> MemoryHit:
