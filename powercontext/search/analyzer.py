@@ -34,7 +34,7 @@ from functools import lru_cache
 
 from snowballstemmer import EnglishStemmer
 
-from powercontext.search import languages
+from powercontext.search.languages import ENGLISH_STOP_WORDS, stop_words
 
 ANALYZER_VERSION = 1
 # The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
@@ -47,7 +47,7 @@ MAX_QUERY_TERMS = 64
 
 # Dropped from queries only (``languages``): English function words, and those of the query's
 # own language when it is another (``query_terms``). Content words never belong here.
-STOP_WORDS = languages.ENGLISH_STOP_WORDS
+STOP_WORDS = ENGLISH_STOP_WORDS
 _STEMMED_TERM = re.compile(r"[a-z]+")
 
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
@@ -167,7 +167,7 @@ def query_terms(text: str) -> list[str]:
     unless the query has nothing else (then it searches by them).
     """
     terms = analyze(text)
-    stop = languages.stop_words(terms)
+    stop = stop_words(terms)
     content = [term for term in terms if term not in stop]
     seen: dict[str, None] = {}
     for term in content or terms:
