@@ -10,7 +10,7 @@ first ``PREVIEW_CHARS`` characters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from powercontext import search
@@ -22,7 +22,7 @@ from powercontext.prepare.builder import (
 )
 from powercontext.prepare.explain import Explanation, candidate_dict, citation, explain, source_text
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import vector_cache
+from powercontext.search import relevance, vector_cache
 
 PREVIEW_CHARS = 40
 ID_CHARS = 12
@@ -81,6 +81,21 @@ class ExplainReport:
     # This process's vector cache after the prepare (``vector_cache.cache_stats``: bytes
     # held, the bound, scopes cached); None when the mode used no vectors (fts).
     vector_cache: dict[str, int] | None = None
+    # The relevance floor this query was judged by, and the query's language that chose it.
+    floor: relevance.Floor | None = None
+    language: str = "en"
+
+    @property
+    def floor_label(self) -> str:
+        """The floor line both renderers show: "similarity 0.60, or lexical share 0.30 with
+        similarity 0.20 (query language fr)"."""
+        if self.floor is None or self.floor.off:
+            return f"off (query language {self.language})"
+        f = self.floor
+        return (
+            f"similarity {f.min_similarity:.2f}, or lexical share {f.min_lexical_share:.2f} with "
+            f"similarity {f.min_lexical_similarity:.2f} (query language {self.language})"
+        )
 
     @property
     def head(self) -> str:
@@ -131,6 +146,10 @@ class ExplainReport:
             "scope_id": self.scope_id,
             "search_mode": self.search_mode,
             "vector_cache": self.vector_cache,
+            "relevance_floor": {
+                "language": self.language,
+                **(asdict(self.floor) if self.floor is not None else {}),
+            },
             **self.explanation.as_dict(),
         }
         if self.show_text:
@@ -170,4 +189,6 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         explanation=explained,
         show_text=show_text,
         vector_cache=cache,
+        floor=relevance.floor(query),
+        language=relevance.query_language(query),
     )

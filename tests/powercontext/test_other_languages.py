@@ -6,10 +6,12 @@ counting as the query's topic. The shipped note, negative and related sets
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from powercontext.evaluation import note_sets
 from powercontext.memory.services import memory_remember
@@ -137,3 +139,33 @@ def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(embedding
         if entries[index] and entries[index].entry_id in cited(scope, question)
     ]
     assert len(found) >= len(related) // 2, found
+
+
+@pytest.mark.django_db
+def test_explain_shows_the_floor_and_the_language_that_chose_it(embeddings: Any, settings: Any) -> None:
+    settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES = 0.6
+    memory_remember(
+        scope_id="fr-explain", kind="note", text="Celery utilise Redis comme courtier de messages."
+    )
+
+    out = io.StringIO()
+    call_command(
+        "explain_prepare",
+        "--scope",
+        "fr-explain",
+        "--query",
+        "Quel temps fera-t-il demain ?",
+        "--json",
+        stdout=out,
+    )
+    floor = json.loads(out.getvalue())["relevance_floor"]
+    assert floor["language"] == "fr" and floor["min_similarity"] == 0.6
+    assert floor["min_lexical_share"] == settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE
+
+    out = io.StringIO()
+    call_command(
+        "explain_prepare", "--scope", "fr-explain", "--query", "which broker does celery use?", stdout=out
+    )
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("relevance floor")]
+    expected = f"similarity {settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY:.2f}"
+    assert expected in line and line.endswith("(query language en)")

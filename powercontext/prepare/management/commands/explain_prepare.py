@@ -68,6 +68,7 @@ class Command(BaseCommand):
             f"status {prepared.status}  content_bytes {prepared.content_bytes} / max_bytes "
             f"{report.explanation.max_bytes}  admitted {len(report.explanation.admitted)}"
         )
+        self.stdout.write(f"relevance floor {report.floor_label}")
         columns = ("source", "#", "try", "citation", "score", "by", "sim", "lex", "chars", "decision")
         rows = [
             (
