@@ -295,20 +295,18 @@ def render_table(summary: dict[str, Any]) -> str:
             f"{name:<16}{score['questions']:>6}{score['evidence_recall']:>9.3f}{score['hit_rate']:>10.3f}"
             f"{score['item_precision']:>11.3f}{score['mean_items']:>7.2f}{score['mean_content_bytes']:>7.0f}"
         )
-    if summary.get("negatives"):
-        lines.append(f"{'negative set':<30}{'n':>6}{'empty':>8}{'items':>7}{'bytes':>7}")
-        for name, score in summary["negatives"].items():
-            lines.append(
-                f"{name:<30}{score['prompts']:>6}{score['empty_rate']:>8.3f}{score['mean_items']:>7.2f}"
-                f"{score['mean_content_bytes']:>7.0f}"
-            )
-    if summary.get("related"):
-        lines.append(f"{'related set':<30}{'n':>6}{'found':>8}{'items':>7}{'bytes':>7}")
-        for name, score in summary["related"].items():
-            lines.append(
-                f"{name:<30}{score['questions']:>6}{score['found_rate']:>8.3f}{score['mean_items']:>7.2f}"
-                f"{score['mean_content_bytes']:>7.0f}"
-            )
+    # (summary key, heading, count field, rate field, rate heading) of the prompt-set tables
+    for key, heading, count, rate, label in (
+        ("negatives", "negative set", "prompts", "empty_rate", "empty"),
+        ("related", "related set", "questions", "found_rate", "found"),
+    ):
+        if summary.get(key):
+            lines.append(f"{heading:<30}{'n':>6}{label:>8}{'items':>7}{'bytes':>7}")
+            for name, score in summary[key].items():
+                lines.append(
+                    f"{name:<30}{score[count]:>6}{score[rate]:>8.3f}{score['mean_items']:>7.2f}"
+                    f"{score['mean_content_bytes']:>7.0f}"
+                )
     lines.append(
         f"mean content_bytes {summary['mean_content_bytes']:.0f}; prepare p50 {summary['prepare_p50_ms']:.2f} ms,"
         f" p95 {summary['prepare_p95_ms']:.2f} ms; {summary['conversations']} conversations,"
