@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from powercontext.core.models import MemoryEntryVersion
-from powercontext.evaluation import retrieval_eval
+from powercontext.evaluation import note_sets, retrieval_eval
 
 
 def turn(dia_id: str, speaker: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -98,3 +98,33 @@ def test_it_scores_evidence_recall_and_hits_of_prepare_packs(tmp_path: Path, cap
     )
     assert "Ann: I started pottery classes downtown." in texts and len(texts) == 5
     assert "overall" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_with_negatives_it_asks_every_negative_and_related_set(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([sample("a")]), encoding="utf-8")
+    out = tmp_path / "out.json"
+
+    call_command("eval_retrieval", "--locomo", str(path), "--json", str(out), "--run-id", "t2", "--negatives")
+
+    summary = json.loads(out.read_text(encoding="utf-8"))
+    negatives, related = summary["negatives"], summary["related"]
+    assert {f"everyday-{lang} @ engineering-{lang}" for lang in note_sets.LANGUAGES} <= set(negatives)
+    assert set(related) == {f"related-{lang} @ engineering-{lang}" for lang in note_sets.LANGUAGES}
+    for name, (file_name, kind) in note_sets.RELATED_SETS.items():
+        assert related[f"{name} @ {kind}"]["questions"] == len(note_sets.read_related(file_name))
+    assert negatives["everyday-zh @ engineering-zh"]["empty_rate"] == 1.0
+    assert related["related-zh @ engineering-zh"]["found_rate"] >= 0.5
+    printed = capsys.readouterr().out
+    assert "negative set" in printed and "related-fr @ engineering-fr" in printed
+
+
+def test_a_related_line_names_its_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(note_sets, "DATA_DIR", tmp_path)
+    (tmp_path / "good.txt").write_text("# comment\n2 Which broker?\n\n1 Which library?\n", encoding="utf-8")
+    assert note_sets.read_related("good.txt") == [(1, "Which broker?"), (0, "Which library?")]
+    for bad in ("Which broker?", "0 Which broker?", "3"):
+        (tmp_path / "bad.txt").write_text(bad + "\n", encoding="utf-8")
+        with pytest.raises(ValueError, match="note number"):
+            note_sets.read_related("bad.txt")
