@@ -14,6 +14,7 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.explain_selectors import prepare_explain
 from powercontext.prepare.selection import context_candidates, select, wording
+from powercontext.search import relevance
 from tests.review.factories import make_approved
 
 HEAD = ArtifactRef(family="memory", artifact_id="memory", revision=1)
@@ -50,7 +51,7 @@ def test_a_near_identical_hit_gives_its_slot_to_the_next_one(settings: Any) -> N
         hit("Backups are restored weekly.", 7),
     ]
 
-    kept, decisions = select("memory", hits, 4)
+    kept, decisions = select("memory", hits, 4, relevance.floor())
 
     assert [h.entry_id for h in kept] == ["e1", "e3", "e4", "e6"]
     assert [(d.rank, d.hit.entry_id, d.decision, d.reason, d.duplicate_of) for d in decisions] == [
