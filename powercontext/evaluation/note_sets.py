@@ -8,6 +8,10 @@ engineering notes written in that language (Chinese: the model does not read it;
 Spanish, Italian, Portuguese, Dutch: it reads them less well than English). A correct answer is
 ``empty``; the report gives each set's empty rate, mean items and bytes.
 
+Other languages' everyday negatives are also asked against the English notes, and their related
+questions (``related_other_languages.txt``) against the English notes that answer them: a prompt
+in another language over English memory is the common case for people who do not write English.
+
 Related sets (``RELATED_SETS``): questions in those languages that one note of their scope
 answers (``<note number> <question>`` per line, 1 = the notes file's first note). A correct pack
 cites that note: they keep a floor strict enough for the negative sets from silencing the
@@ -49,14 +53,20 @@ NEGATIVE_SETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "everyday": ("negatives_everyday.txt", (ENGINEERING,)),
     "smalltalk": ("negatives_smalltalk.txt", (ENGINEERING,)),
     "nonsense": ("negatives_nonsense.txt", (CHAT, ENGINEERING)),
+    # in their own language's scope, and (but Chinese) against the English notes: across languages
     **{
-        f"everyday-{lang}": (f"negatives_everyday_{lang}.txt", (f"{ENGINEERING}-{lang}",))
+        f"everyday-{lang}": (
+            f"negatives_everyday_{lang}.txt",
+            (f"{ENGINEERING}-{lang}",) if lang == "zh" else (f"{ENGINEERING}-{lang}", ENGINEERING),
+        )
         for lang in LANGUAGES
     },
 }
 # name -> (file, the scope it is asked against)
 RELATED_SETS: dict[str, tuple[str, str]] = {
-    f"related-{lang}": (f"related_{lang}.txt", f"{ENGINEERING}-{lang}") for lang in LANGUAGES
+    **{f"related-{lang}": (f"related_{lang}.txt", f"{ENGINEERING}-{lang}") for lang in LANGUAGES},
+    # the same questions (six languages) about the English notes that answer them too
+    "related-other-languages": ("related_other_languages.txt", ENGINEERING),
 }
 
 

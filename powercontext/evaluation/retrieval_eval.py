@@ -301,10 +301,10 @@ def render_table(summary: dict[str, Any]) -> str:
         ("related", "related set", "questions", "found_rate", "found"),
     ):
         if summary.get(key):
-            lines.append(f"{heading:<30}{'n':>6}{label:>8}{'items':>7}{'bytes':>7}")
+            lines.append(f"{heading:<40}{'n':>6}{label:>8}{'items':>7}{'bytes':>7}")
             for name, score in summary[key].items():
                 lines.append(
-                    f"{name:<30}{score[count]:>6}{score[rate]:>8.3f}{score['mean_items']:>7.2f}"
+                    f"{name:<40}{score[count]:>6}{score[rate]:>8.3f}{score['mean_items']:>7.2f}"
                     f"{score['mean_content_bytes']:>7.0f}"
                 )
     lines.append(

@@ -81,21 +81,34 @@ class ExplainReport:
     # This process's vector cache after the prepare (``vector_cache.cache_stats``: bytes
     # held, the bound, scopes cached); None when the mode used no vectors (fts).
     vector_cache: dict[str, int] | None = None
-    # The relevance floor this query was judged by, and the query's language that chose it.
-    floor: relevance.Floor | None = None
-    language: str = "en"
+    # The relevance floors this query's candidates were judged by (with the query's language).
+    floors: relevance.QueryFloor | None = None
 
     @property
     def floor_label(self) -> str:
-        """The floor line both renderers show: "similarity 0.60, or lexical share 0.30 with
-        similarity 0.20 (query language fr)"."""
-        if self.floor is None or self.floor.off:
-            return f"off (query language {self.language})"
-        f = self.floor
+        """The floor line both renderers show: "similarity 0.38 (0.60 for candidates not in
+        English), or lexical share 0.30 with similarity 0.20 (query language fr)"."""
+        if self.floors is None:
+            return "-"
+        base, strict = self.floors.base, self.floors.strict
+        language = f"(query language {self.floors.language})"
+        if base.off:
+            return f"off {language}"
+        other = f" ({strict.min_similarity:.2f} for candidates not in English)" if strict else ""
         return (
-            f"similarity {f.min_similarity:.2f}, or lexical share {f.min_lexical_share:.2f} with "
-            f"similarity {f.min_lexical_similarity:.2f} (query language {self.language})"
+            f"similarity {base.min_similarity:.2f}{other}, or lexical share "
+            f"{base.min_lexical_share:.2f} with similarity {base.min_lexical_similarity:.2f} {language}"
         )
+
+    def floor_dict(self) -> dict[str, Any] | None:
+        if self.floors is None:
+            return None
+        strict = self.floors.strict
+        return {
+            "language": self.floors.language,
+            **asdict(self.floors.base),
+            "min_similarity_other_languages": strict.min_similarity if strict is not None else None,
+        }
 
     @property
     def head(self) -> str:
@@ -146,10 +159,7 @@ class ExplainReport:
             "scope_id": self.scope_id,
             "search_mode": self.search_mode,
             "vector_cache": self.vector_cache,
-            "relevance_floor": {
-                "language": self.language,
-                **(asdict(self.floor) if self.floor is not None else {}),
-            },
+            "relevance_floor": self.floor_dict(),
             **self.explanation.as_dict(),
         }
         if self.show_text:
@@ -189,6 +199,5 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         explanation=explained,
         show_text=show_text,
         vector_cache=cache,
-        floor=relevance.floor(query),
-        language=relevance.query_language(query),
+        floors=relevance.query_floor(query),
     )

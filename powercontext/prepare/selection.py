@@ -67,10 +67,14 @@ def wording(hit: MemoryHit | ExperienceHit) -> tuple[str, ...] | None:
     return words if any(words) else None
 
 
+def _text(hit: MemoryHit | ExperienceHit) -> str:
+    return hit.text if isinstance(hit, MemoryHit) else " ".join(hit.content.values())
+
+
 def select(
-    source: str, hits: Sequence[Hit], limit: int, floor: relevance.Floor
+    source: str, hits: Sequence[Hit], limit: int, floors: relevance.QueryFloor
 ) -> tuple[list[Hit], list[Decision]]:
-    """The first ``limit`` hits at or above the relevance ``floor`` that are not near-identical to an
+    """The first ``limit`` hits at or above their relevance floor (``floors.for_text``) that are not near-identical to an
     earlier kept one, in search order, and the others as decisions ranked after the kept ones in
     search order: skips (``below_relevance_floor``, ``window``) and ``near_identical``
     duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
@@ -78,7 +82,7 @@ def select(
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
     dropped: list[tuple[Hit, str, int | None]] = []
     for hit in hits:
-        if not floor.admits(hit.similarity, hit.lexical_share):
+        if not floors.for_text(_text(hit)).admits(hit.similarity, hit.lexical_share):
             dropped.append((hit, BELOW_RELEVANCE_FLOOR, None))
         elif len(kept) >= limit:
             dropped.append((hit, "window", None))
@@ -110,8 +114,9 @@ def context_candidates(
     ``vectors.ranked_context`` (deep full-text and vector pools, neighbour smoothing, a speaker
     prior) and Experience by fusion; without it, by full text alone (both windows read by one
     statement). Every candidate then gets its raw similarity and lexical share and the floor
-    for this query decides (``relevance.floor``: stricter on similarity for a query in another
-    language than English); the builder sees the same dataclasses either way.
+    for this query decides (``relevance.query_floor``: stricter on similarity when the query and
+    the candidate are both in another language than English); the builder sees the same
+    dataclasses either way.
     """
     hybrid = search.best_mode(query) == "hybrid"
     find = vectors.ranked_context if hybrid else search.search_context
@@ -123,9 +128,11 @@ def context_candidates(
     )
     memory_found = relevance.annotate_memory(scope_id, query, memory_found)
     experience_found = relevance.annotate_experience(scope_id, query, experience_found)
-    floor = relevance.floor(query)
-    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit, floor)
-    experience_hits, experience_dropped = select(EXPERIENCE_FAMILY, experience_found, experience_limit, floor)
+    floors = relevance.query_floor(query)
+    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit, floors)
+    experience_hits, experience_dropped = select(
+        EXPERIENCE_FAMILY, experience_found, experience_limit, floors
+    )
     return ContextCandidates(
         memory_ref=memory_hits[0].memory_ref if memory_hits else None,
         memory_hits=memory_hits,

@@ -16,9 +16,10 @@ finds nearest neighbours. So each Memory and Experience candidate gets two figur
 A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical_share >=
 MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
 (lexical evidence needs a little agreement from meaning: one shared everyday word is not a
-topic). Without a similarity the lexical share decides alone. A query in another language than
-English (``languages``) needs a higher similarity, ``MIN_SIMILARITY_OTHER_LANGUAGES``: the model
-learned from English and finds unrelated text in other languages alike. Thresholds are settings
+topic). Without a similarity the lexical share decides alone. When the query and the candidate
+are both in another language than English (``languages``), meaning alone needs a higher
+similarity, ``MIN_SIMILARITY_OTHER_LANGUAGES`` (``query_floor``): the model learned from English
+and finds unrelated texts in other languages alike. Thresholds are settings
 (``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
 """
 
@@ -76,20 +77,54 @@ def query_language(query: str) -> str:
     return languages.language(analyzer.analyze(query))
 
 
-def floor(query: str | None = None) -> Floor:
-    """The floor the settings define (read per call: tests override settings), for ``query``:
-    a query in another language than English (``query_language``) needs a similarity of at least
-    ``MIN_SIMILARITY_OTHER_LANGUAGES`` to be admitted on meaning alone, since the model finds
-    unrelated text in those languages alike (docs/retrieval.md, "Other languages")."""
-    base = Floor(
+def floor() -> Floor:
+    """The floor the settings define (read per call: tests override settings)."""
+    return Floor(
         min_similarity=float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY),
         min_lexical_share=float(settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE),
         min_lexical_similarity=float(settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY),
     )
-    if base.off or query is None or query_language(query) == languages.ENGLISH:
-        return base
+
+
+# A candidate's language is told by its first characters (a note is one language, mostly).
+TEXT_LANGUAGE_CHARS = 1000
+
+
+@lru_cache(maxsize=4096)
+def _text_language(head: str) -> str:
+    return languages.language(analyzer.analyze(head))
+
+
+def text_language(text: str) -> str:
+    """The language a candidate's ``text`` is written in (its first ``TEXT_LANGUAGE_CHARS``)."""
+    return _text_language(text[:TEXT_LANGUAGE_CHARS])
+
+
+@dataclass(frozen=True)
+class QueryFloor:
+    """The floors one query's candidates are judged by: ``base`` (the settings' floor), and
+    ``strict`` for a candidate that is, like the query, in another language than English: the
+    model finds unrelated texts in those languages alike, while across languages (a French
+    prompt, English notes) it does not (docs/retrieval.md, "Other languages"). ``strict`` is
+    None for an English query, or when the rule is off."""
+
+    language: str
+    base: Floor
+    strict: Floor | None = None
+
+    def for_text(self, text: str) -> Floor:
+        if self.strict is None or text_language(text) == languages.ENGLISH:
+            return self.base
+        return self.strict
+
+
+def query_floor(query: str) -> QueryFloor:
+    """The floors for ``query``'s candidates (settings read per call)."""
+    base, language = floor(), query_language(query)
     other = float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES)
-    return replace(base, min_similarity=max(base.min_similarity, other))
+    if base.off or language == languages.ENGLISH or other <= base.min_similarity:
+        return QueryFloor(language, base)
+    return QueryFloor(language, base, replace(base, min_similarity=other))
 
 
 def content_terms(query: str) -> list[str]:

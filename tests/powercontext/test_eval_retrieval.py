@@ -111,7 +111,10 @@ def test_with_negatives_it_asks_every_negative_and_related_set(tmp_path: Path, c
     summary = json.loads(out.read_text(encoding="utf-8"))
     negatives, related = summary["negatives"], summary["related"]
     assert {f"everyday-{lang} @ engineering-{lang}" for lang in note_sets.LANGUAGES} <= set(negatives)
-    assert set(related) == {f"related-{lang} @ engineering-{lang}" for lang in note_sets.LANGUAGES}
+    assert set(related) == {f"related-{lang} @ engineering-{lang}" for lang in note_sets.LANGUAGES} | {
+        "related-other-languages @ engineering"
+    }
+    assert "everyday-fr @ engineering" in negatives  # across languages too
     for name, (file_name, kind) in note_sets.RELATED_SETS.items():
         assert related[f"{name} @ {kind}"]["questions"] == len(note_sets.read_related(file_name))
     assert negatives["everyday-zh @ engineering-zh"]["empty_rate"] == 1.0

@@ -51,7 +51,7 @@ def test_a_near_identical_hit_gives_its_slot_to_the_next_one(settings: Any) -> N
         hit("Backups are restored weekly.", 7),
     ]
 
-    kept, decisions = select("memory", hits, 4, relevance.floor())
+    kept, decisions = select("memory", hits, 4, relevance.query_floor("ruff"))
 
     assert [h.entry_id for h in kept] == ["e1", "e3", "e4", "e6"]
     assert [(d.rank, d.hit.entry_id, d.decision, d.reason, d.duplicate_of) for d in decisions] == [
