@@ -25,6 +25,8 @@ here.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -140,6 +142,15 @@ def language(words: Iterable[str]) -> str:
         if found > count and found > len(unique & _ENGLISH_AGAINST[lang]):
             best, count = lang, found
     return best
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def text_language(text: str) -> str:
+    """``language`` of a longer text's words (runs of letters, case-folded, NFC): ~10x cheaper
+    than analysing it, and the same answer, since only words can tell a language."""
+    return language(_LETTERS.findall(unicodedata.normalize("NFC", text.casefold())))
 
 
 @lru_cache(maxsize=16)

@@ -92,7 +92,7 @@ TEXT_LANGUAGE_CHARS = 1000
 
 @lru_cache(maxsize=4096)
 def _text_language(head: str) -> str:
-    return languages.language(analyzer.analyze(head))
+    return languages.text_language(head)
 
 
 def text_language(text: str) -> str:

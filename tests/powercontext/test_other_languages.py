@@ -218,3 +218,11 @@ def test_across_languages_unrelated_prompts_stay_empty_and_related_ones_can_find
     found = [q for index, q in related if entries[index] and entries[index].entry_id in cited("eng-en", q)]
     # MiniLM matches across languages weakly (a third of these); the floor must not take that away.
     assert len(found) >= len(related) // 4, found
+
+
+def test_a_candidate_text_is_told_like_a_query() -> None:
+    for lang in ("fr", "de", "es", "it", "pt", "nl"):
+        for note in note_sets.read_lines(f"engineering_notes_{lang}.txt"):
+            assert languages.text_language(note) == relevance.query_language(note), note
+    for note in note_sets.read_lines("engineering_notes.txt"):
+        assert relevance.text_language(note) == languages.ENGLISH, note
