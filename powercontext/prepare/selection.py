@@ -56,33 +56,34 @@ def memory_ref(revision: int) -> ArtifactRef:
 _WORD = re.compile(r"\w+")
 
 
+def _texts(hit: MemoryHit | ExperienceHit) -> tuple[str, ...]:
+    """A hit's text fields: a Memory entry's text, an Experience's four fields."""
+    return (hit.text,) if isinstance(hit, MemoryHit) else tuple(hit.content.values())
+
+
 def wording(hit: MemoryHit | ExperienceHit) -> tuple[str, ...] | None:
     """What two near-identical hits share: their words in order, per text field, ignoring case
     (Unicode case folding), punctuation, spacing and Unicode form (NFKC). None for a hit without
     a word (emoji or punctuation only), which is never taken for another. "Port 6543." and
     "port 6543" are near-identical; "port 6543" and "port 5432", or a sentence with "not" and
     one without, are not."""
-    texts = (hit.text,) if isinstance(hit, MemoryHit) else hit.content.values()
+    texts = _texts(hit)
     words = tuple(" ".join(_WORD.findall(unicodedata.normalize("NFKC", text).casefold())) for text in texts)
     return words if any(words) else None
-
-
-def _text(hit: MemoryHit | ExperienceHit) -> str:
-    return hit.text if isinstance(hit, MemoryHit) else " ".join(hit.content.values())
 
 
 def select(
     source: str, hits: Sequence[Hit], limit: int, floors: relevance.QueryFloor
 ) -> tuple[list[Hit], list[Decision]]:
-    """The first ``limit`` hits at or above their relevance floor (``floors.for_text``) that are not near-identical to an
-    earlier kept one, in search order, and the others as decisions ranked after the kept ones in
+    """The first ``limit`` hits at or above their relevance floor (``floors.for_texts``) that
+    are not near-identical to an earlier kept one, in search order, and the others as decisions ranked after the kept ones in
     search order: skips (``below_relevance_floor``, ``window``) and ``near_identical``
     duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
     kept: list[Hit] = []
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
     dropped: list[tuple[Hit, str, int | None]] = []
     for hit in hits:
-        if not floors.for_text(_text(hit)).admits(hit.similarity, hit.lexical_share):
+        if not floors.for_texts(_texts(hit)).admits(hit.similarity, hit.lexical_share):
             dropped.append((hit, BELOW_RELEVANCE_FLOOR, None))
         elif len(kept) >= limit:
             dropped.append((hit, "window", None))

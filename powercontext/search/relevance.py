@@ -113,7 +113,12 @@ class QueryFloor:
     strict: Floor | None = None
 
     def for_text(self, text: str) -> Floor:
-        if self.strict is None or text_language(text) == languages.ENGLISH:
+        return self.for_texts((text,))
+
+    def for_texts(self, texts: Sequence[str]) -> Floor:
+        """The floor for a candidate with these text fields (an English query's: ``base``,
+        without reading them)."""
+        if self.strict is None or text_language(" ".join(texts)) == languages.ENGLISH:
             return self.base
         return self.strict
 
