@@ -1,5 +1,5 @@
 """Queries in other languages than English (``powercontext.search.languages``): the model finds
-unrelated text in French, German, Spanish, Italian, Portuguese or Dutch alike, so such a query
+unrelated text in French, German, Spanish, Italian, Portuguese, Dutch or Swedish alike, so such a query
 needs a higher similarity to be admitted on meaning alone; and each language's function words stop
 counting as the query's topic. The shipped note, negative and related sets
 (``powercontext/evaluation/data``) are read."""
@@ -34,6 +34,11 @@ EPSILON = 1e-6
         ("Dove vanno messi i segreti?", "it"),
         ("Qual é o tempo limite do gunicorn?", "pt"),
         ("Wat is de time-out van gunicorn?", "nl"),
+        ("Vilken meddelandemäklare använder Celery?", "sv"),
+        ("Jaki jest limit czasu gunicorna?", "pl"),
+        ("Jaký je časový limit gunicornu?", "cs"),
+        ("Perantara pesan apa yang dipakai Celery?", "id"),
+        ("Dan and Jim went to the pod with Tom", "en"),  # names and words that are also English
         ("Привет, как дела?", "ru"),
         ("which broker does celery use?", "en"),
         ("What is the raison d'être of the ledger?", "en"),  # a loanword is not French
@@ -129,8 +134,28 @@ def cited(scope: str, query: str) -> list[str]:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("lang", ["fr", "de", "es", "it", "pt", "nl"])
-def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(embeddings: Any, lang: str) -> None:
+@pytest.mark.parametrize(
+    ("lang", "one_in"),
+    # Before the stricter floor 82-100 % of these leaked; now at most one in six. Swedish (the
+    # same floor), Polish, Czech and Indonesian (words alone: the model does not read them)
+    # were listed later: 16-17 of 18 leaked before, at most one in four now (small talk without
+    # function words, and "hlavní", main, as in the ledger's "hlavní kniha").
+    [
+        ("fr", 6),
+        ("de", 6),
+        ("es", 6),
+        ("it", 6),
+        ("pt", 6),
+        ("nl", 6),
+        ("sv", 4),
+        ("pl", 4),
+        ("cs", 4),
+        ("id", 4),
+    ],
+)
+def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(
+    embeddings: Any, lang: str, one_in: int
+) -> None:
     scope = f"eng-{lang}"
     entries = [
         memory_remember(scope_id=scope, kind="note", text=note).entry
@@ -141,8 +166,7 @@ def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(embedding
     assert len(unrelated) >= 18 and len(related) >= 6
 
     leaked = [prompt for prompt in unrelated if cited(scope, prompt)]
-    # Before the stricter floor 82-100 % of these leaked; now at most one in six, and no set worse.
-    assert len(leaked) <= len(unrelated) // 6, leaked
+    assert len(leaked) <= len(unrelated) // one_in, leaked
     found = [
         question
         for index, question in related
