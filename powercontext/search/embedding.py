@@ -67,16 +67,18 @@ def _latin(ch: str) -> bool:
 
 # Languages written in Latin letters whose texts the model finds alike whatever they say:
 # unrelated everyday prompts against engineering notes in the same language reach cosine 0.5-0.8
-# in Polish, Czech and Indonesian (in French, German or Swedish they stay below the 0.60 floor for
-# other languages; docs/retrieval.md, "Other languages").
-_UNREAD_LANGUAGES = frozenset({"pl", "cs", "id"})
+# in Polish, Czech, Indonesian and Turkish (in French, German or Swedish they stay below the 0.60
+# floor for other languages; docs/retrieval.md, "Other languages").
+_UNREAD_LANGUAGES = frozenset({"pl", "cs", "id", "tr"})
 
 
 @functools.lru_cache(maxsize=64)  # one prepare asks up to four times about its query
 def reads(text: str) -> bool:
     """Whether this model's similarities mean anything for ``text``: False when most of its words
     are written in a script other than Latin, or when it is in a language the model cannot tell
-    texts apart in (``_UNREAD_LANGUAGES``, told by its function words: ``languages.text_language``).
+    texts apart in (``_UNREAD_LANGUAGES``, told by its function words: ``languages.text_language``)
+    or in one no list here tells (``languages.unlisted``: no English function word, and a letter
+    outside ASCII; Turkish and Vietnamese prompts reach cosine 0.6-0.8 against unrelated notes).
 
     all-MiniLM-L6-v2 learned from English sentence pairs. Any two texts in Chinese, Japanese or
     Russian come out similar (unrelated prompts against engineering notes in those languages:
@@ -85,10 +87,13 @@ def reads(text: str) -> bool:
     in full-text mode. A CJK character counts as one word, a run of letters of another script as
     one; digits, marks and punctuation do not count (no letter at all: True).
     """
-    if languages.text_language(text) in _UNREAD_LANGUAGES:
+    told = languages.text_language(text)
+    if told in _UNREAD_LANGUAGES:
         return False
     if text.isascii():
         return True
+    if told == languages.ENGLISH and languages.unlisted(text):
+        return False  # a language without a list (Turkish, Vietnamese...): words alone
     latin = other = 0
     previous = ""
     for ch in text:

@@ -3,8 +3,9 @@
 The embedding model (all-MiniLM-L6-v2) learned from English sentence pairs. It still reads other
 languages written in Latin letters, but less well: unrelated prompts in French, German, Spanish,
 Italian, Portuguese, Dutch or Swedish sit at cosine 0.35-0.66 against notes in the same language
-(English: 0.11-0.18; Polish, Czech, Indonesian up to 0.61, which ``embedding.reads`` therefore
-treats like Chinese), above the floor calibrated on English (docs/retrieval.md, "Other languages"). So
+(English: 0.11-0.18; Polish, Czech, Indonesian, Turkish up to 0.61-0.79, which ``embedding.reads``
+therefore treats like Chinese, as it does a language no list tells: ``unlisted``), above the floor
+calibrated on English (docs/retrieval.md, "Other languages"). So
 prepare needs to know when a query is not English, and full text needs each language's function
 words ("de", "der", "как") to stop counting them as the query's topic.
 
@@ -124,6 +125,11 @@ _FUNCTION_WORDS: dict[str, str] = {
         harus boleh ada adalah juga hanya sangat lebih sekali halo hai terima kasih selamat
         tolong silakan
         """,
+    "tr": """
+        bir ve bu şu o ne nasıl neden niçin niye nerede nereye kim kimin hangi kaç için ile gibi
+        çok daha en mi mı mu mü da de ki ama veya ya ben sen biz siz onlar beni seni bana sana
+        var yok değil evet hayır merhaba selam teşekkürler teşekkür sağol lütfen
+        """,
     "ru": """
         и в во не что чтобы он она оно они я ты мы вы на с со как а то все всё так его её их но
         да к у же за бы по только мне меня тебя тебе нас вам вас от о об из ему ей им еще ещё
@@ -137,7 +143,7 @@ _FUNCTION_WORDS: dict[str, str] = {
 # not another language ("the van", "per request", "Ben", "vi", "MIT").
 _ENGLISH_HOMOGRAPHS = frozenset(
     """
-    ada agar ai ale av aux ben bent bin car ci co com comment con dan del den dia die din
+    ada agar ai ale ama av aux ben bent bin biz car ci co com comment con dan del den dia die din
     dir door dos ed em era er et eu go ha halo han hat hay heel hem ini io jen jest jim kde lo
     mam mana med men min mit mu na nas non od one os oss par pas per plus po pod pour pro sans sem
     sig sim sin soy son su sus ta tack ten till tom ton um van var vi war ya yo
@@ -193,3 +199,17 @@ def stop_words(words: Iterable[str]) -> frozenset[str]:
     """The words a query of these analysed ``words`` searches without: English function words,
     and those of the query's own language."""
     return _stop_words(language(words))
+
+
+def unlisted(text: str) -> bool:
+    """Whether ``text`` looks written in a language none of the lists here tells: two words or
+    more, none of them an English function word, and a letter outside ASCII among them ("Yarın
+    hava nasıl olacak?", "Thủ đô của Mông Cổ là gì?"). An English sentence nearly always holds a
+    function word; what this takes for another language is a short run of names or terms with
+    an accent ("Zürich café menu")."""
+    words = _LETTERS.findall(unicodedata.normalize("NFC", text.casefold()))
+    return (
+        len(words) >= 2
+        and not any(word in ENGLISH_STOP_WORDS for word in words)
+        and not all(word.isascii() for word in words)
+    )

@@ -38,6 +38,7 @@ EPSILON = 1e-6
         ("Jaki jest limit czasu gunicorna?", "pl"),
         ("Jaký je časový limit gunicornu?", "cs"),
         ("Perantara pesan apa yang dipakai Celery?", "id"),
+        ("Celery hangi mesaj aracısını kullanıyor?", "tr"),
         ("Dan and Jim went to the pod with Tom", "en"),  # names and words that are also English
         ("Привет, как дела?", "ru"),
         ("which broker does celery use?", "en"),
@@ -137,8 +138,9 @@ def cited(scope: str, query: str) -> list[str]:
 @pytest.mark.parametrize(
     ("lang", "one_in"),
     # Before the stricter floor 82-100 % of these leaked; now at most one in six. Swedish (the
-    # same floor), Polish, Czech and Indonesian (words alone: the model does not read them)
-    # were listed later: 16-17 of 18 leaked before, at most one in four now (small talk without
+    # same floor), Polish, Czech, Indonesian, Turkish (words alone: the model does not read
+    # them) and Vietnamese (no list: words alone too, ``languages.unlisted``) were added later:
+    # 16-18 of 18 leaked before, at most one in four now (small talk without
     # function words, and "hlavní", main, as in the ledger's "hlavní kniha").
     [
         ("fr", 6),
@@ -151,6 +153,8 @@ def cited(scope: str, query: str) -> list[str]:
         ("pl", 4),
         ("cs", 4),
         ("id", 4),
+        ("tr", 4),
+        ("vi", 4),
     ],
 )
 def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(

@@ -25,8 +25,8 @@ from powercontext.search import embedding
     [
         ("which broker does celery use?", True),
         ("Quelle est la capitale de la Mongolie ?", True),  # Latin script: read (see the docs)
-        ("Übergrößenträger café", True),
-        (unicodedata.normalize("NFD", "crème brûlée"), True),  # combining accents stay in their word
+        ("the Übergrößenträger café", True),
+        (unicodedata.normalize("NFD", "a crème brûlée"), True),  # combining accents stay in their word
         ("12345 -- !!", True),  # no letter: nothing to distrust
         ("what does 数据 mean", True),  # three words and two characters
         ("今天天气怎么样？", False),
@@ -41,6 +41,9 @@ from powercontext.search import embedding
         ("Jaké je hlavní město Mongolska?", False),
         ("Apa ibu kota Mongolia?", False),
         ("Vad är Mongoliets huvudstad?", True),
+        ("Moğolistan'ın başkenti neresidir?", False),  # Turkish: listed
+        ("Thủ đô của Mông Cổ là gì?", False),  # no list: no English word, letters beyond ASCII
+        ("We ate crème brûlée in Zürich", True),  # English words: English
         ("which broker does celery use in staging?", True),
     ],
 )
