@@ -33,6 +33,7 @@ from powercontext.prepare.builder import (
     window,
 )
 from powercontext.prepare.explain import SKIP_REASONS, candidate_dict, citation, explain, summarize
+from powercontext.prepare.management.commands import explain_prepare as explain_prepare_command
 from powercontext.prepare.selection import ContextCandidates
 from tests.conftest import Api
 from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
@@ -309,7 +310,23 @@ def test_the_table_shows_sizes_and_short_ids_and_text_only_on_request(ops_scope)
     entry_id = ops_scope[SHORT]["citation"]["entry_id"]
     assert len(entry_id) <= 12 or entry_id not in table
     assert '"deploy on tuesdays only"' in shown
-    assert '"deploy checklist checklist checklist che\\u2026"' in shown
+    assert '"deploy checklist checklist checklist che\u2026"' in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Celery använder Redis", '"Celery använder Redis"'),  # letters of every script as they are
+        ("数据库 PostgreSQL", '"数据库 PostgreSQL"'),
+        ('say "hi" \\ bye', '"say \\"hi\\" \\\\ bye"'),
+        ("two\nlines\ttab", '"two\\u000alines\\u0009tab"'),
+        ("\x1b[31mred\x9b2J", '"\\u001b[31mred\\u009b2J"'),  # ESC and the one-byte CSI
+        ("abc\u202edcba\u2028", '"abc\\u202edcba\\u2028"'),  # a bidi override, a line separator
+        ("\U000e0001tag", '"\\U000e0001tag"'),  # a format character beyond the BMP
+    ],
+)
+def test_a_preview_shows_letters_and_escapes_what_acts_on_a_terminal(text: str, shown: str) -> None:
+    assert explain_prepare_command.preview(text) == shown
 
 
 def test_an_unknown_scope_explains_an_empty_prepare(api: Api) -> None:

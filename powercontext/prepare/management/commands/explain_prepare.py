@@ -10,6 +10,7 @@ runs the same builder. Nothing is written and no text is shown unless ``--show-t
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -24,8 +25,20 @@ from powercontext.prepare.explain_selectors import PREVIEW_CHARS, ExplainReport,
 
 
 def preview(text: str) -> str:
-    # repr-style escaping keeps newlines and terminal escapes in a hit from reaching the terminal.
-    return json.dumps(text, ensure_ascii=True)
+    """A hit's text quoted for the terminal: letters of every script as they are ("använder",
+    "数据库"); quotes, backslashes, control and format characters (newlines, terminal escapes,
+    bidirectional overrides), line and paragraph separators, surrogates and unassigned code
+    points escaped, so nothing in a hit acts on the terminal or reorders the line."""
+    shown = []
+    for ch in text:
+        category = unicodedata.category(ch)
+        if ch in '"\\':
+            shown.append("\\" + ch)
+        elif category[0] == "C" or category in ("Zl", "Zp"):
+            shown.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            shown.append(ch)
+    return '"' + "".join(shown) + '"'
 
 
 class Command(BaseCommand):
