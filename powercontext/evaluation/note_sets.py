@@ -4,8 +4,8 @@ Negative sets (``NEGATIVE_SETS``): prompts unrelated to the memory they are aske
 software-engineering questions against every conversation's scope, everyday questions and small
 talk against one engineering-notes scope (``engineering_notes.txt``), nonsense against all of
 them, and, per language other than English, everyday questions and small talk against the same
-engineering notes written in that language (Chinese, Polish, Czech, Indonesian, Turkish,
-Vietnamese: the model does not read them; French, German, Spanish, Italian, Portuguese, Dutch, Swedish: it reads them less
+engineering notes written in that language (Chinese, Danish, Norwegian, Finnish, Hungarian,
+Polish, Czech, Indonesian, Turkish, Vietnamese: the model does not read them; French, German, Spanish, Italian, Portuguese, Dutch, Swedish: it reads them less
 well than English). A correct answer is
 ``empty``; the report gives each set's empty rate, mean items and bytes.
 
@@ -42,7 +42,25 @@ NOTE_KIND = "note"
 DATA_DIR = Path(settings.BASE_DIR) / "powercontext" / "evaluation" / "data"
 CHAT, ENGINEERING = "chat", "engineering"
 # Languages with engineering notes, everyday negatives and related questions of their own.
-LANGUAGES = ("zh", "fr", "de", "es", "it", "pt", "nl", "sv", "pl", "cs", "id", "tr", "vi")
+LANGUAGES = (
+    "zh",
+    "fr",
+    "de",
+    "es",
+    "it",
+    "pt",
+    "nl",
+    "sv",
+    "da",
+    "no",
+    "fi",
+    "hu",
+    "pl",
+    "cs",
+    "id",
+    "tr",
+    "vi",
+)
 # kind of scope -> (notes file, scope id prefix) for the scopes the note sets build
 NOTE_SCOPES: dict[str, tuple[str, str]] = {
     ENGINEERING: ("engineering_notes.txt", "eval-eng"),
