@@ -39,6 +39,11 @@ EPSILON = 1e-6
         ("Jaký je časový limit gunicornu?", "cs"),
         ("Perantara pesan apa yang dipakai Celery?", "id"),
         ("Celery hangi mesaj aracısını kullanıyor?", "tr"),
+        ("Hvilken meddelelsesmægler bruger Celery?", "da"),
+        ("Hva er tidsavbruddet til gunicorn?", "no"),
+        ("Mikä on gunicornin aikakatkaisu?", "fi"),
+        ("Milyen üzenetközvetítőt használ a Celery?", "hu"),
+        ("lorem ipsum dolor sit amet", "en"),  # "sit" is an English word too
         ("Dan and Jim went to the pod with Tom", "en"),  # names and words that are also English
         ("Привет, как дела?", "ru"),
         ("which broker does celery use?", "en"),
@@ -136,29 +141,21 @@ def cited(scope: str, query: str) -> list[str]:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("lang", "one_in"),
+    ("lang", "one_in", "found_in"),
     # Before the stricter floor 82-100 % of these leaked; now at most one in six. Swedish (the
-    # same floor), Polish, Czech, Indonesian, Turkish (words alone: the model does not read
-    # them) and Vietnamese (no list: words alone too, ``languages.unlisted``) were added later:
-    # 16-18 of 18 leaked before, at most one in four now (small talk without
-    # function words, and "hlavní", main, as in the ledger's "hlavní kniha").
+    # same floor), Danish, Norwegian, Finnish, Hungarian, Polish, Czech, Indonesian, Turkish
+    # (words alone: the model does not read them) and Vietnamese (no list: words alone too,
+    # ``languages.unlisted``) were added later: 16-18 of 18 leaked before, at most one in four
+    # now (small talk without function words, and "hlavní", main, as in the ledger's "hlavní
+    # kniha"). Words alone find fewer related notes in Finnish (its inflections): a third.
     [
-        ("fr", 6),
-        ("de", 6),
-        ("es", 6),
-        ("it", 6),
-        ("pt", 6),
-        ("nl", 6),
-        ("sv", 4),
-        ("pl", 4),
-        ("cs", 4),
-        ("id", 4),
-        ("tr", 4),
-        ("vi", 4),
+        *[(lang, 6, 2) for lang in ("fr", "de", "es", "it", "pt", "nl")],
+        *[(lang, 4, 2) for lang in ("sv", "da", "no", "hu", "pl", "cs", "id", "tr", "vi")],
+        ("fi", 4, 3),
     ],
 )
 def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(
-    embeddings: Any, lang: str, one_in: int
+    embeddings: Any, lang: str, one_in: int, found_in: int
 ) -> None:
     scope = f"eng-{lang}"
     entries = [
@@ -176,7 +173,7 @@ def test_unrelated_prompts_stay_empty_and_related_ones_find_their_note(
         for index, question in related
         if entries[index] and entries[index].entry_id in cited(scope, question)
     ]
-    assert len(found) >= len(related) // 2, found
+    assert len(found) >= len(related) // found_in, found
 
 
 @pytest.mark.django_db

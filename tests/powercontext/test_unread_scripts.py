@@ -42,6 +42,8 @@ from powercontext.search import embedding
         ("Apa ibu kota Mongolia?", False),
         ("Vad är Mongoliets huvudstad?", True),
         ("Moğolistan'ın başkenti neresidir?", False),  # Turkish: listed
+        ("Hvad er hovedstaden i Mongoliet?", False),  # Danish, Norwegian, Finnish, Hungarian too
+        ("Mikä on Mongolian pääkaupunki?", False),
         ("Thủ đô của Mông Cổ là gì?", False),  # no list: no English word, letters beyond ASCII
         ("We ate crème brûlée in Zürich", True),  # English words: English
         ("which broker does celery use in staging?", True),
