@@ -5,9 +5,9 @@ software-engineering questions against every conversation's scope, everyday ques
 talk against one engineering-notes scope (``engineering_notes.txt``), nonsense against all of
 them, and, per language other than English, everyday questions and small talk against the same
 engineering notes written in that language (Chinese, Danish, Norwegian, Finnish, Hungarian,
-Polish, Czech, Indonesian, Turkish, Vietnamese: the model does not read them; French, German, Spanish, Italian, Portuguese, Dutch, Swedish: it reads them less
-well than English). A correct answer is
-``empty``; the report gives each set's empty rate, mean items and bytes.
+Polish, Czech, Indonesian, Turkish, Vietnamese: the model does not read them; French, German,
+Spanish, Italian, Portuguese, Dutch, Swedish: it reads them less well than English). A correct
+answer is ``empty``; the report gives each set's empty rate, mean items and bytes.
 
 Other languages' everyday negatives are also asked against the English notes, and their related
 questions (``related_other_languages.txt``) against the English notes that answer them: a prompt

@@ -5,9 +5,9 @@ languages written in Latin letters, but less well: unrelated prompts in French, 
 Italian, Portuguese, Dutch or Swedish sit at cosine 0.35-0.66 against notes in the same language
 (English: 0.11-0.18; Danish, Norwegian, Finnish, Hungarian, Polish, Czech, Indonesian, Turkish up
 to 0.52-0.79, which ``embedding.reads`` therefore treats like Chinese, as it does a language no
-list tells: ``unlisted``), above the floor calibrated on English (docs/retrieval.md, "Other languages"). So
-prepare needs to know when a query is not English, and full text needs each language's function
-words ("de", "der", "как") to stop counting them as the query's topic.
+list tells: ``unlisted``), above the floor calibrated on English (docs/retrieval.md, "Other
+languages"). So prepare needs to know when a query is not English, and full text needs each
+language's function words ("de", "der", "как") to stop counting them as the query's topic.
 
 A query's language is the one whose function words it holds most, provided it holds more of them
 than of the English function words that language does not share ("in" and "so" are German words
@@ -107,16 +107,16 @@ _FUNCTION_WORDS: dict[str, str] = {
         i w we z ze na do od o u za po przy przez dla bez nad pod przed między a ale lub albo
         czy że żeby jak jaki jaka jakie jakiego jakiej jaką gdzie kiedy dlaczego czemu co kto ile
         który która które to ten ta te tego tej tym jest są był była było były będzie być mam
-        masz ma mamy macie mają jestem jesteś jesteśmy nie tak już też tylko bardzo się mnie mi ja ty on ona ono my wy
-        oni one go jej ich mój moja moje twój twoja nasz wasz swój można trzeba cześć dziękuję
-        dzięki proszę
+        masz ma mamy macie mają jestem jesteś jesteśmy nie tak już też tylko bardzo się mnie mi
+        ja ty on ona ono my wy oni one go jej ich mój moja moje twój twoja nasz wasz swój można
+        trzeba cześć dziękuję dzięki proszę
         """,
     "cs": """
         a i v ve z ze na do od o u za po při pro bez nad pod před mezi přes k ke s se si ale
         nebo či že aby jak jaký jaká jaké jakou kde kdy proč co kdo kolik který která které to
-        ten ta ty toho té tom je jsem jsi jsme jste jsou byl byla bylo byly bude být mám máš má máme máte mají ne
-        ano tak už také jen jenom velmi mě mi mne já on ona ono my vy oni mu jí jim jeho její
-        jejich můj moje tvůj náš váš svůj lze musí musím ahoj děkuji díky prosím
+        ten ta ty toho té tom je jsem jsi jsme jste jsou byl byla bylo byly bude být mám máš má
+        máme máte mají ne ano tak už také jen jenom velmi mě mi mne já on ona ono my vy oni mu jí
+        jim jeho její jejich můj moje tvůj náš váš svůj lze musí musím ahoj děkuji díky prosím
         """,
     "id": """
         yang dan di ke dari untuk dengan pada dalam oleh tentang atau tetapi tapi karena jika
@@ -215,7 +215,12 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 def text_language(text: str) -> str:
     """``language`` of a longer text's words (runs of letters, case-folded, NFC): ~10x cheaper
     than analysing it, and the same answer, since only words can tell a language."""
-    return language(_LETTERS.findall(unicodedata.normalize("NFC", text.casefold())))
+    return language(_words(text))
+
+
+def _words(text: str) -> list[str]:
+    """A text's words: runs of letters, case-folded, NFC."""
+    return _LETTERS.findall(unicodedata.normalize("NFC", text.casefold()))
 
 
 @lru_cache(maxsize=16)
@@ -235,7 +240,7 @@ def unlisted(text: str) -> bool:
     hava nasıl olacak?", "Thủ đô của Mông Cổ là gì?"). An English sentence nearly always holds a
     function word; what this takes for another language is a short run of names or terms with
     an accent ("Zürich café menu")."""
-    words = _LETTERS.findall(unicodedata.normalize("NFC", text.casefold()))
+    words = _words(text)
     return (
         len(words) >= 2
         and not any(word in ENGLISH_STOP_WORDS for word in words)

@@ -1,6 +1,6 @@
 """Queries in other languages than English (``powercontext.search.languages``): the model finds
-unrelated text in French, German, Spanish, Italian, Portuguese, Dutch or Swedish alike, so such a query
-needs a higher similarity to be admitted on meaning alone; and each language's function words stop
+unrelated text in French, German, Spanish, Italian, Portuguese, Dutch or Swedish alike, so such a
+query needs a higher similarity to be admitted on meaning alone; and each language's function words stop
 counting as the query's topic. The shipped note, negative and related sets
 (``powercontext/evaluation/data``) are read."""
 
