@@ -21,6 +21,7 @@ CONTRACT_PATH = CONTRACT_DIR / "powercontext.openapi.yaml"
 ADDENDUM_PATHS = (
     CONTRACT_DIR / "powercontext-pipeline.openapi.yaml",
     CONTRACT_DIR / "powercontext-recovery.openapi.yaml",
+    CONTRACT_DIR / "powercontext-feedback.openapi.yaml",
 )
 
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
-from powercontext.core.exceptions import PowerContextError, RuntimeNotReady, Unauthorized
+from powercontext.core.exceptions import PowerContextError, RateLimited, RuntimeNotReady, Unauthorized
 
 logger = logging.getLogger("powercontext.api")
 
@@ -55,6 +55,8 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else {}
         if exc.status == 503:
             headers = retry_after()
+        elif isinstance(exc, RateLimited):
+            headers = {"Retry-After": str(exc.retry_after)}
         return exc.status, envelope(exc.code, exc.message, exc.details), headers
     if isinstance(exc, drf_exceptions.MethodNotAllowed):
         return 405, envelope("method_not_allowed", "This method is not allowed here.", None), {}

@@ -66,6 +66,9 @@ PREPARE_BYTES = Histogram(
     "powercontext_prepare_content_bytes", "content_bytes of a prepared context.",
     buckets=(0, 512, 1024, 2048, 4096, 8000, 16384, 32768),
 )  # fmt: skip
+FEEDBACK = Counter(
+    "powercontext_feedback", "Feedback items recorded, by outcome (used, wrong, outdated).", ["outcome"]
+)
 
 KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
@@ -99,6 +102,14 @@ def observe_prepare(prepared: dict[str, Any]) -> None:
         PREPARE_EMPTY.inc()
     PREPARE_ITEMS.observe(items)
     PREPARE_BYTES.observe(int(prepared.get("content_bytes") or 0))
+
+
+def observe_feedback(outcomes: Iterable[str]) -> None:
+    """One count per feedback item recorded, labelled by its outcome (a fixed word)."""
+    if not settings.POWERCONTEXT_METRICS:
+        return
+    for outcome in outcomes:
+        FEEDBACK.labels(outcome).inc()
 
 
 class StateCollector(Collector):

@@ -35,8 +35,9 @@ INTRO = """\
 
 Every operation the server implements, as served at `GET /v1/openapi.json` (the repository's
 `context_api/contract/powercontext.openapi.yaml` with the pipeline addendum
-`context_api/contract/powercontext-pipeline.openapi.yaml` and the session recovery addendum
-`context_api/contract/powercontext-recovery.openapi.yaml` merged in). `GET /v1/docs` renders the
+`context_api/contract/powercontext-pipeline.openapi.yaml`, the session recovery addendum
+`context_api/contract/powercontext-recovery.openapi.yaml` and the feedback addendum
+`context_api/contract/powercontext-feedback.openapi.yaml` merged in). `GET /v1/docs` renders the
 same document in the browser. The examples were recorded from a real session; ids are shortened
 placeholders. A test fails when an operation has no example, when an example does not validate
 against its schemas, or when this page is older than the contract.

@@ -3,12 +3,18 @@ renderer. The DRF views (``context_api.apis``) and the MCP tools serve exactly t
 
 from __future__ import annotations
 
-from context_api.operations import memory, pipeline, recovery, review
+from context_api.operations import feedback, memory, pipeline, recovery, review
 from context_api.operations.base import Caller, Operation
 
 OPERATIONS: dict[str, Operation] = {
     op.operation_id: op
-    for op in (*memory.OPERATIONS, *pipeline.OPERATIONS, *review.OPERATIONS, *recovery.OPERATIONS)
+    for op in (
+        *memory.OPERATIONS,
+        *feedback.OPERATIONS,
+        *pipeline.OPERATIONS,
+        *review.OPERATIONS,
+        *recovery.OPERATIONS,
+    )
 }
 
 __all__ = ["OPERATIONS", "Caller", "Operation"]

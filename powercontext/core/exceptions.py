@@ -32,6 +32,7 @@ MESSAGES: dict[str, str] = {
     "candidate_terminal": "The Candidate was already approved or rejected.",
     "artifact_conflict": "The target is not the latest revision of its Artifact.",
     "runtime_not_ready": "A required runtime dependency is unavailable.",
+    "rate_limited": "Too many requests from this caller; try again after Retry-After seconds.",
     # Session recovery (powercontext.recovery.exceptions); details carry only numbers.
     "note_not_found": "The session has no such note (or no such version of it).",
     "note_conflict": "The note is not at the expected version.",
@@ -114,6 +115,16 @@ class CandidateTerminal(Conflict, code="candidate_terminal"): ...
 
 
 class ArtifactConflict(Conflict, code="artifact_conflict"): ...
+
+
+class RateLimited(PowerContextError, status=429, code="rate_limited"):
+    """Too many requests from one caller; ``retry_after``: seconds until it may try again."""
+
+    def __init__(
+        self, message: str | None = None, details: dict[str, Any] | None = None, *, retry_after: int = 60
+    ):
+        super().__init__(message, details)
+        self.retry_after = retry_after
 
 
 class RuntimeNotReady(PowerContextError, status=503, code="runtime_not_ready"): ...

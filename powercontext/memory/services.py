@@ -228,6 +228,15 @@ def memory_revise(
     ``RevisionConflict`` (the citation names another revision than the head),
     ``MemoryEntryInactive`` (the entry is retired). Identical content is a no-op.
     """
+    return memory_revise_within(scope_id=scope_id, citation=citation, kind=kind, text=text, reason=reason)
+
+
+def memory_revise_within(
+    *, scope_id: str, citation: Citation, kind: str, text: str, reason: str | None = None
+) -> MemoryMutation:
+    """``memory_revise`` inside the caller's transaction (asserted), for a caller that records
+    what it did in the same transaction (a reviewer's decision on a reported entry)."""
+    require_transaction("memory_revise_within")
     head, membership = _locked_membership(scope_id, citation)
     if membership.state != MemoryMembership.State.ACTIVE:
         raise MemoryEntryInactive()
@@ -277,6 +286,12 @@ def memory_retire(*, scope_id: str, citation: Citation, reason: str | None = Non
     retiring an inactive entry changes nothing. Raises like ``memory_revise`` (but never
     ``MemoryEntryInactive``).
     """
+    return memory_retire_within(scope_id=scope_id, citation=citation, reason=reason)
+
+
+def memory_retire_within(*, scope_id: str, citation: Citation, reason: str | None = None) -> MemoryMutation:
+    """``memory_retire`` inside the caller's transaction (asserted)."""
+    require_transaction("memory_retire_within")
     head, membership = _locked_membership(scope_id, citation)
     version = membership.entry_version
     if membership.state != MemoryMembership.State.ACTIVE:
@@ -291,6 +306,60 @@ def memory_retire(*, scope_id: str, citation: Citation, reason: str | None = Non
         head,
         [_change("deactivate", membership.entry.entry_id, version.entry_version_id, None, reason)],
     )
+    return MemoryMutation(revision=committed, entry=entry_view(opened, version, membership.entry, committed))
+
+
+def memory_restore_within(
+    *,
+    scope_id: str,
+    entry_id: str,
+    expected_from_revision: int,
+    entry_version_id: str,
+    reason: str | None = None,
+) -> MemoryMutation:
+    """Make an earlier version of an entry its active one again, in a new Memory revision and
+    inside the caller's transaction: the undo of a retire (the entry's own version, inactive ->
+    active: change ``reactivate``) or of a revise (the replaced version back: change
+    ``revise``). No version row is written: the old immutable version joins the head again, so
+    its citation and everything said about it (feedback) hold again.
+
+    A compare-and-swap on the entry, not the head (other entries may have changed meanwhile):
+    the entry's current interval must have started at ``expected_from_revision`` (the revision
+    the write being undone made). Raises ``MemoryNotFound`` (no such entry or version),
+    ``RevisionConflict`` (the entry changed since).
+    """
+    require_transaction("memory_restore_within")
+    head = _lock_head(scope_id, create=False)
+    if head is None or head.current_revision == 0:
+        raise MemoryNotFound()
+    membership = (
+        MemoryMembership.objects.select_related("entry", "entry_version")
+        .filter(scope_id=scope_id, entry__entry_id=entry_id, to_revision__isnull=True)
+        .first()
+    )
+    version = MemoryEntryVersion.objects.filter(
+        scope_id=scope_id, entry__entry_id=entry_id, entry_version_id=entry_version_id
+    ).first()
+    if membership is None or version is None:
+        raise MemoryNotFound()
+    if membership.from_revision != expected_from_revision:
+        raise RevisionConflict(
+            details={
+                "expected_revision": expected_from_revision,
+                "current_revision": membership.from_revision,
+            }
+        )
+    active = membership.state == MemoryMembership.State.ACTIVE
+    if active and membership.entry_version_id == version.pk:
+        return MemoryMutation(
+            revision=head.current_revision,
+            entry=entry_view(membership, version, membership.entry, head.current_revision),
+        )
+    new = head.current_revision + 1
+    opened = _replace_membership(membership, version, MemoryMembership.State.ACTIVE, new)
+    op = "revise" if active else "reactivate"
+    before = membership.entry_version.entry_version_id
+    committed = _commit_revision(head, [_change(op, entry_id, before, version.entry_version_id, reason)])
     return MemoryMutation(revision=committed, entry=entry_view(opened, version, membership.entry, committed))
 
 

@@ -175,6 +175,7 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
             + obj.skipped_over_budget
             + obj.skipped_window
             + obj.skipped_below_floor
+            + obj.skipped_held
         )
 
     @admin.display(description="explain")

@@ -36,6 +36,7 @@ class PrepareAggregate(PkNamedModel):
     skipped_over_budget = models.BigIntegerField(default=0)
     skipped_window = models.BigIntegerField(default=0)
     skipped_below_floor = models.BigIntegerField(default=0)  # below the relevance floor
+    skipped_held = models.BigIntegerField(default=0)  # held out by agents' reports
     truncated_source_cap = models.BigIntegerField(default=0)
     truncated_budget = models.BigIntegerField(default=0)
     content_bytes = models.BigIntegerField(default=0)  # sum over the prepares
@@ -84,6 +85,7 @@ PREPARE_AGGREGATE_COUNTERS = (
     "skipped_over_budget",
     "skipped_window",
     "skipped_below_floor",
+    "skipped_held",
     "truncated_source_cap",
     "truncated_budget",
     "content_bytes",

@@ -6,6 +6,11 @@ similarity, lexical share; ``powercontext.search.relevance``), and only hits at 
 relevance floor reach the builder: an unrelated prompt gets no candidate and so the empty result.
 Near-identical hits (the same words in the same order as a better-ranked one, under another
 citation) are collapsed here too, so that the window's slots carry different facts.
+
+Feedback (``powercontext.feedback``) is read here too, in one indexed read of the hits'
+counters: a Memory entry version that enough distinct reporters called wrong or outdated is held
+out (``held_by_reports``) until a person decides, and the bounded use prior
+(``feedback.prior``) reorders the hits the floor admits. Selection never writes.
 """
 
 from __future__ import annotations
@@ -16,8 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from django.utils import timezone
+
 from powercontext import search
 from powercontext.core.families import MEMORY_ARTIFACT_ID, Family
+from powercontext.feedback import prior as feedback_prior
+from powercontext.feedback import selectors as feedback_selectors
+from powercontext.feedback.prior import PriorPolicy, Usage
 from powercontext.prepare.builder import (
     EXPERIENCE_FAMILY,
     MEMORY_FAMILY,
@@ -27,7 +37,7 @@ from powercontext.prepare.builder import (
     ExperienceHit,
     MemoryHit,
 )
-from powercontext.prepare.trace import BELOW_RELEVANCE_FLOOR, DUPLICATE, NEAR_IDENTICAL
+from powercontext.prepare.trace import BELOW_RELEVANCE_FLOOR, DUPLICATE, HELD_BY_REPORTS, NEAR_IDENTICAL
 from powercontext.search import relevance, vectors
 
 # Ranked deeper than the windows, so that candidates below the relevance floor make room.
@@ -47,6 +57,9 @@ class ContextCandidates:
     memory_hits: list[MemoryHit]
     experience_hits: list[ExperienceHit]
     dropped: tuple[Decision, ...] = field(default_factory=tuple)
+    # Feedback of the hits read (``feedback_target`` keys): counters and the prior each got.
+    usage: dict[str, Usage] = field(default_factory=dict)
+    priors: dict[str, float] = field(default_factory=dict)
 
 
 def memory_ref(revision: int) -> ArtifactRef:
@@ -72,12 +85,24 @@ def wording(hit: MemoryHit | ExperienceHit) -> tuple[str, ...] | None:
     return words if any(words) else None
 
 
+def feedback_target(hit: MemoryHit | ExperienceHit) -> str:
+    """The hit's key among its scope's feedback items."""
+    if isinstance(hit, MemoryHit):
+        return feedback_prior.memory_target(hit.entry_version_id)
+    return feedback_prior.experience_target(hit.artifact_ref.artifact_id, hit.artifact_ref.revision)
+
+
 def select(
-    source: str, hits: Sequence[Hit], limit: int, floors: relevance.QueryFloor
+    source: str,
+    hits: Sequence[Hit],
+    limit: int,
+    floors: relevance.QueryFloor,
+    held: frozenset[str] = frozenset(),
 ) -> tuple[list[Hit], list[Decision]]:
-    """The first ``limit`` hits at or above their relevance floor (``floors.for_texts``) that
-    are not near-identical to an earlier kept one, in search order, and the others as decisions ranked after the kept ones in
-    search order: skips (``below_relevance_floor``, ``window``) and ``near_identical``
+    """The first ``limit`` hits at or above their relevance floor (``floors.for_texts``), not
+    held (``held``: feedback targets) and not near-identical to an earlier kept one, in the
+    order given, and the others as decisions ranked after the kept ones in that order: skips
+    (``below_relevance_floor``, ``held_by_reports``, ``window``) and ``near_identical``
     duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
     kept: list[Hit] = []
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
@@ -85,6 +110,8 @@ def select(
     for hit in hits:
         if not floors.for_texts(_texts(hit)).admits(hit.similarity, hit.lexical_share):
             dropped.append((hit, BELOW_RELEVANCE_FLOOR, None))
+        elif held and feedback_target(hit) in held:
+            dropped.append((hit, HELD_BY_REPORTS, None))
         elif len(kept) >= limit:
             dropped.append((hit, "window", None))
         else:
@@ -130,7 +157,17 @@ def context_candidates(
     memory_found = relevance.annotate_memory(scope_id, query, memory_found)
     experience_found = relevance.annotate_experience(scope_id, query, experience_found)
     floors = relevance.query_floor(query)
-    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit, floors)
+    targets = [feedback_target(hit) for hit in memory_found]
+    targets.extend(feedback_target(hit) for hit in experience_found)
+    usage = feedback_selectors.usage_for(scope_id, targets)
+    policy = feedback_selectors.policy()
+    priors: dict[str, float] = {}
+    held: frozenset[str] = frozenset()
+    if usage:
+        memory_found, memory_priors, held = weigh(MEMORY_FAMILY, memory_found, usage, policy)
+        experience_found, experience_priors, _ = weigh(EXPERIENCE_FAMILY, experience_found, usage, policy)
+        priors = {**memory_priors, **experience_priors}
+    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit, floors, held)
     experience_hits, experience_dropped = select(
         EXPERIENCE_FAMILY, experience_found, experience_limit, floors
     )
@@ -139,4 +176,28 @@ def context_candidates(
         memory_hits=memory_hits,
         experience_hits=experience_hits,
         dropped=(*memory_dropped, *experience_dropped),
+        usage=usage,
+        priors=priors,
     )
+
+
+def weigh(
+    family: str, hits: Sequence[Hit], usage: dict[str, Usage], policy: PriorPolicy
+) -> tuple[list[Hit], dict[str, float], frozenset[str]]:
+    """``hits`` reordered by the use prior (``feedback.prior.rank``), each hit's prior by its
+    target, and the targets held out by reports. Order changes only where a prior is not 0."""
+    now = timezone.now()
+    priors: dict[str, float] = {}
+    by_index: dict[int, float] = {}
+    held = set()
+    for index, hit in enumerate(hits):
+        target = feedback_target(hit)
+        counters = usage.get(target)
+        if counters is None:
+            continue
+        if policy.held(counters, family):
+            held.add(target)
+        value = policy.prior(counters, family, now)
+        priors[target] = value
+        by_index[index] = value
+    return feedback_prior.rank(hits, lambda hit: hit.score, by_index), priors, frozenset(held)

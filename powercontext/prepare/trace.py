@@ -15,10 +15,13 @@ from powercontext.prepare.render import PreparedContext
 ADMITTED = "admitted"
 DUPLICATE = "duplicate"
 SKIPPED = "skipped"
-# Why a hit was not admitted. The last two are decided by selection, before the builder:
+# Why a hit was not admitted. The last three are decided by selection, before the builder:
 # ``window`` (beyond the candidate window) and ``below_relevance_floor`` (neither similar enough
 # to the query nor covering enough of its words: ``powercontext.search.relevance``).
 BELOW_RELEVANCE_FLOOR = "below_relevance_floor"
+# Left out by selection because enough distinct reporters said it is wrong or outdated
+# (``powercontext.feedback.prior``), until a person decides.
+HELD_BY_REPORTS = "held_by_reports"
 # A ``duplicate`` decided by selection: the same words in the same order as a hit it kept
 # (case, punctuation, spacing and Unicode form aside), though a different citation.
 NEAR_IDENTICAL = "near_identical"
@@ -30,6 +33,7 @@ SKIP_REASONS = (
     "over_budget",
     "window",
     BELOW_RELEVANCE_FLOOR,
+    HELD_BY_REPORTS,
 )
 TRUNCATION_CAUSES = ("source_cap", "budget")
 

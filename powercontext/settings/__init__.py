@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "powercontext.core",
     "powercontext.search",
     "powercontext.memory",
+    "powercontext.feedback",
     "powercontext.recovery",
     "powercontext.prepare",
     "review",
@@ -195,6 +196,17 @@ POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = env_fraction(
 POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES = env_fraction(
     "POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES", 0.60
 )
+# Feedback (powercontext.feedback; docs/retrieval.md "Learning from use"). Among hits the floor
+# admitted, a hit's score is multiplied by 1 + prior, |prior| <= PRIOR_CAP (0: off): use raises
+# it (full at SATURATION_USES uses, halved every HALF_LIFE_DAYS since the last use), reports
+# below the hold lower it. A Memory entry version reported wrong or outdated by HOLD_REPORTERS
+# distinct tokens is held out of prepare until a person decides (0: never held). A reporter may
+# add at most RATE_PER_MINUTE feedback rows a minute (0: no limit).
+POWERCONTEXT_FEEDBACK_PRIOR_CAP = env_fraction("POWERCONTEXT_FEEDBACK_PRIOR_CAP", 0.10)
+POWERCONTEXT_FEEDBACK_SATURATION_USES = env_int("POWERCONTEXT_FEEDBACK_SATURATION_USES", 8, minimum=1)
+POWERCONTEXT_FEEDBACK_HALF_LIFE_DAYS = env_int("POWERCONTEXT_FEEDBACK_HALF_LIFE_DAYS", 30, minimum=1)
+POWERCONTEXT_FEEDBACK_HOLD_REPORTERS = env_int("POWERCONTEXT_FEEDBACK_HOLD_REPORTERS", 2, minimum=0)
+POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE = env_int("POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE", 240, minimum=0)
 # Service mode: at most one embed task per scope per this many seconds from one process (sent
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.
 POWERCONTEXT_EMBED_COALESCE_SECONDS = env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)

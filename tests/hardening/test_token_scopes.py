@@ -73,6 +73,7 @@ def _body(op: str, scope_id: str) -> dict[str, Any]:
         "search_session_history": {"session_id": "s", "query": "q"},
         "read_session_history": {"session_id": "s", "from_position": 1},
         "get_recovery_hint": {"session_id": "s"},
+        "report_context_feedback": {"items": [{"citation": citation, "outcome": "used"}]},
     }
     return {"scope_id": scope_id, **bodies[op]}
 

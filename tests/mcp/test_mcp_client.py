@@ -47,6 +47,7 @@ TOOLS = {
     "search_session_history",
     "read_session_history",
     "get_recovery_hint",
+    "report_context_feedback",
 }
 NEVER_TOOLS = {
     "prepare_context",
@@ -91,7 +92,7 @@ def test_it_initializes_and_lists_exactly_the_contract_tools(gunicorn_url: str) 
     assert initialized.server_info.name == "powercontext"
     assert initialized.capabilities.tools is not None
     by_name = {tool.name: tool for tool in listed.tools}
-    assert set(by_name) == TOOLS and len(listed.tools) == 22
+    assert set(by_name) == TOOLS and len(listed.tools) == 23
     assert not NEVER_TOOLS & set(by_name)
     for tool in listed.tools:
         assert tool.input_schema["type"] == "object"

@@ -1,0 +1,342 @@
+"""Feedback writes: record what agents report, and keep the counters derived from the log.
+
+``feedback_record`` is one transaction: it resolves every citation (all or nothing: an unknown
+one is a 422 naming the item), applies the reporter's rate limit, inserts the rows the reporter
+has not sent yet today (idempotent per reporter, item, outcome and UTC day), and refreshes the
+counters of the items it touched. Prepare never writes: it only reads the counters.
+
+Counters are a projection: ``counters_refresh_within`` recomputes an item's counters from its
+log rows (and its standing dismissal), so refreshing is idempotent and a rebuild is the same
+function over every item of the log. Concurrent writers about one item serialize on its counter
+row (``select_for_update``, in sorted order; SQLite's immediate transactions serialize anyway),
+so the recount sees every committed row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from powercontext.core.exceptions import InvalidRequest, RateLimited
+from powercontext.core.models import ApiToken
+from powercontext.core.redaction_detectors import redact
+from powercontext.core.transactions import require_transaction
+from powercontext.feedback.models import (
+    EXPERIENCE,
+    MEMORY,
+    REPORTS,
+    Feedback,
+    FeedbackCounter,
+    Outcome,
+    ReportDecision,
+)
+from powercontext.feedback.targets import Target, resolve
+
+RECORDED = "recorded"
+ALREADY_RECORDED = "already_recorded"
+LOCAL_REPORTER = "local"
+RATE_WINDOW = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class FeedbackItem:
+    citation: Mapping[str, Any]
+    outcome: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    outcome: str
+    recorded: bool
+    status: str  # RECORDED | ALREADY_RECORDED
+
+
+def reporter_of(token: ApiToken | None) -> str:
+    """The reporter key: one per token; every tokenless call of the embedded default is one
+    reporter (``local``), so it can never count as several."""
+    return f"token:{token.pk}" if token is not None else LOCAL_REPORTER
+
+
+def _unknown(indexes: Sequence[int]) -> InvalidRequest:
+    return InvalidRequest(
+        details={
+            "errors": [
+                {
+                    "loc": ["body", "items", index, "citation"],
+                    "msg": "The citation names no Memory entry version or Experience revision of this scope.",
+                    "type": "citation_unknown",
+                }
+                for index in indexes
+            ]
+        }
+    )
+
+
+def _rate_limit(reporter: str, now: datetime, adding: int) -> None:
+    limit = int(settings.POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE)
+    if limit <= 0 or adding == 0:
+        return
+    recent = Feedback.objects.filter(reporter=reporter, created_at__gt=now - RATE_WINDOW).count()
+    if recent + adding > limit:
+        raise RateLimited(retry_after=int(RATE_WINDOW.total_seconds()))
+
+
+@transaction.atomic(durable=True)
+def feedback_record(
+    *, scope_id: str, items: Sequence[FeedbackItem], token: ApiToken | None
+) -> list[ItemResult]:
+    """Record one call's feedback; return, per item, whether this call recorded it.
+
+    An item the reporter already sent today (same item, same outcome), or earlier in this call,
+    is ``already_recorded``: it changes nothing. Raises ``InvalidRequest`` (422, every unknown
+    citation named by its index; nothing is written) and ``RateLimited`` (429: the reporter sent
+    more than ``POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE`` new rows in the last minute).
+    """
+    targets = resolve(scope_id, [item.citation for item in items])
+    unknown = [index for index, target in enumerate(targets) if target is None]
+    if unknown:
+        raise _unknown(unknown)
+    resolved = [target for target in targets if target is not None]
+    reporter = reporter_of(token)
+    now = timezone.now()
+    day = now.date()
+    by_key = {target.target: target for target in resolved}
+    _lock_counters(scope_id, by_key.values())
+    sent_today = set(
+        Feedback.objects.filter(scope_id=scope_id, target__in=by_key, reporter=reporter, day=day).values_list(
+            "target", "outcome"
+        )
+    )
+    rows: list[Feedback] = []
+    results: list[ItemResult] = []
+    for item, target in zip(items, resolved, strict=True):
+        key = (target.target, item.outcome)
+        if key in sent_today:
+            results.append(ItemResult(item.outcome, False, ALREADY_RECORDED))
+            continue
+        sent_today.add(key)
+        rows.append(
+            Feedback(
+                scope_id=scope_id,
+                target=target.target,
+                family=target.family,
+                entry_version_id=target.entry_version_pk,
+                artifact_revision_id=target.artifact_revision_pk,
+                cited_revision=target.cited_revision,
+                outcome=item.outcome,
+                note=redact(item.note).text if item.note else "",
+                reporter=reporter,
+                token=token,
+                day=day,
+                created_at=now,
+            )
+        )
+        results.append(ItemResult(item.outcome, True, RECORDED))
+    _rate_limit(reporter, now, len(rows))
+    Feedback.objects.bulk_create(rows)
+    counters_refresh_within(scope_id, sorted({row.target for row in rows}))
+    return results
+
+
+def _lock_counters(scope_id: str, targets: Iterable[Target]) -> None:
+    """Make sure every target has its counter row, and lock those rows in sorted order."""
+    wanted = sorted(targets, key=lambda target: target.target)
+    if not wanted:
+        return
+    FeedbackCounter.objects.bulk_create(
+        [
+            FeedbackCounter(
+                scope_id=scope_id,
+                target=target.target,
+                family=target.family,
+                entry_version_id=target.entry_version_pk,
+                artifact_revision_id=target.artifact_revision_pk,
+            )
+            for target in wanted
+        ],
+        ignore_conflicts=True,
+    )
+    list(
+        FeedbackCounter.objects.select_for_update()
+        .filter(scope_id=scope_id, target__in=[target.target for target in wanted])
+        .order_by("target")
+        .values_list("pk", flat=True)
+    )
+
+
+def standing_dismissals(scope_id: str, targets: Iterable[str] | None = None) -> dict[str, int]:
+    """target -> the newest feedback id its standing (not undone) dismissals covered, for the
+    items of ``targets`` (None: every item of the scope)."""
+    decisions = ReportDecision.objects.filter(
+        scope_id=scope_id, action=ReportDecision.Action.DISMISSED, undone_by__isnull=True
+    )
+    if targets is not None:
+        decisions = decisions.filter(target__in=list(targets))
+    return dict(
+        decisions.values("target").annotate(through=Max("through_feedback")).values_list("target", "through")
+    )
+
+
+def expected_counters(scope_id: str, targets: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """What the log says about each item of ``targets`` (None: every item of the scope's log):
+    target -> the counter fields (and the item's family and row). Two queries."""
+    rows = Feedback.objects.filter(scope_id=scope_id)
+    if targets is not None:
+        rows = rows.filter(target__in=list(targets))
+    dismissed = standing_dismissals(scope_id, targets)
+    open_reports = Q(outcome__in=REPORTS)
+    if dismissed:
+        after = ~Q(target__in=list(dismissed))
+        for target, through in dismissed.items():
+            after |= Q(target=target, id__gt=through)
+        open_reports &= after
+
+    def reporters(extra: Q) -> Count:
+        return Count("reporter", filter=open_reports & extra, distinct=True)
+
+    figures = (
+        rows.values("target")
+        .annotate(
+            family=Max("family"),
+            entry_version=Max("entry_version"),
+            artifact_revision=Max("artifact_revision"),
+            uses=Count("id", filter=Q(outcome=Outcome.USED)),
+            last_used_at=Max("created_at", filter=Q(outcome=Outcome.USED)),
+            reporters=reporters(Q()),
+            wrong_reporters=reporters(Q(outcome=Outcome.WRONG)),
+            outdated_reporters=reporters(Q(outcome=Outcome.OUTDATED)),
+            last_reported_at=Max("created_at", filter=open_reports),
+        )
+        .order_by()
+    )
+    return {row["target"]: {**row, "reports_after": dismissed.get(row["target"], 0)} for row in figures}
+
+
+COUNTER_FIELDS = (
+    "uses",
+    "last_used_at",
+    "reporters",
+    "wrong_reporters",
+    "outdated_reporters",
+    "last_reported_at",
+    "reports_after",
+)
+
+
+def counters_refresh_within(scope_id: str, targets: Sequence[str]) -> int:
+    """Recompute the counters of ``targets`` from the log, inside the caller's transaction
+    (which holds their counter rows locked: ``_lock_counters``). Returns the rows changed."""
+    require_transaction("counters_refresh_within")
+    if not targets:
+        return 0
+    expected = expected_counters(scope_id, targets)
+    counters = list(FeedbackCounter.objects.filter(scope_id=scope_id, target__in=list(targets)))
+    changed = []
+    for counter in counters:
+        figures = expected.get(counter.target)
+        values = {name: (figures[name] if figures else _empty(name)) for name in COUNTER_FIELDS}
+        if any(getattr(counter, name) != value for name, value in values.items()):
+            for name, value in values.items():
+                setattr(counter, name, value)
+            changed.append(counter)
+    FeedbackCounter.objects.bulk_update(changed, COUNTER_FIELDS)
+    return len(changed)
+
+
+def _empty(name: str) -> Any:
+    return None if name.endswith("_at") else 0
+
+
+@transaction.atomic(durable=True)
+def counters_refresh(*, scope_id: str, targets: Sequence[str]) -> int:
+    """``counters_refresh_within`` in a transaction of its own (locks the counter rows)."""
+    locked = list(
+        FeedbackCounter.objects.select_for_update()
+        .filter(scope_id=scope_id, target__in=list(targets))
+        .order_by("target")
+        .values_list("target", flat=True)
+    )
+    return counters_refresh_within(scope_id, locked)
+
+
+def scopes_with_feedback() -> list[str]:
+    return sorted(
+        set(Feedback.objects.values_list("scope_id", flat=True).distinct())
+        | set(FeedbackCounter.objects.values_list("scope_id", flat=True).distinct())
+    )
+
+
+@dataclass(frozen=True)
+class CounterDrift:
+    scope_id: str
+    missing: int  # items of the log without a counter row
+    stale: int  # counter rows whose figures differ from the log's
+    orphaned: int  # counter rows of items the log does not hold
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.stale or self.orphaned)
+
+
+def counters_verify(*, scope_id: str) -> CounterDrift:
+    """Compare the scope's counter rows with what its log says; writes nothing."""
+    expected = expected_counters(scope_id)
+    actual = {
+        counter["target"]: counter
+        for counter in FeedbackCounter.objects.filter(scope_id=scope_id).values("target", *COUNTER_FIELDS)
+    }
+    stale = sum(
+        1
+        for target, figures in expected.items()
+        if target in actual and any(actual[target][name] != figures[name] for name in COUNTER_FIELDS)
+    )
+    return CounterDrift(
+        scope_id=scope_id,
+        missing=sum(1 for target in expected if target not in actual),
+        stale=stale,
+        orphaned=sum(1 for target in actual if target not in expected),
+    )
+
+
+@transaction.atomic(durable=True)
+def counters_rebuild(*, scope_id: str) -> int:
+    """Rebuild the scope's counters from its log: every item of the log gets its row with the
+    log's figures, rows of items the log does not hold are deleted. Returns the rows written.
+    Safe beside feedback writers: it takes the same row locks they do, in the same order."""
+    expected = expected_counters(scope_id)
+    FeedbackCounter.objects.filter(scope_id=scope_id).exclude(target__in=list(expected)).delete()
+    targets = [
+        Target(
+            family=figures["family"],
+            target=target,
+            cited_revision=0,
+            entry_version_pk=figures["entry_version"] if figures["family"] == MEMORY else None,
+            artifact_revision_pk=figures["artifact_revision"] if figures["family"] == EXPERIENCE else None,
+        )
+        for target, figures in expected.items()
+    ]
+    _lock_counters(scope_id, targets)
+    counters_refresh_within(scope_id, sorted(expected))
+    return len(expected)
+
+
+def counters_rebuild_all(
+    *, scope_id: str | None = None, progress: Callable[[int], None] | None = None
+) -> int:
+    """Rebuild the counters of one scope, or of every scope with feedback (one transaction per
+    scope). Returns the counter rows written."""
+    written = 0
+    for scope in [scope_id] if scope_id is not None else scopes_with_feedback():
+        count = counters_rebuild(scope_id=scope)
+        written += count
+        if progress is not None:
+            progress(count)
+    return written
