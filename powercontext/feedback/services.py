@@ -91,14 +91,15 @@ def _rate_limit(reporter: str, now: datetime, adding: int) -> None:
 
 @transaction.atomic(durable=True)
 def feedback_record(
-    *, scope_id: str, items: Sequence[FeedbackItem], token: ApiToken | None
+    *, scope_id: str, items: Sequence[FeedbackItem], token: ApiToken | None, now: datetime | None = None
 ) -> list[ItemResult]:
     """Record one call's feedback; return, per item, whether this call recorded it.
 
     An item the reporter already sent today (same item, same outcome), or earlier in this call,
     is ``already_recorded``: it changes nothing. Raises ``InvalidRequest`` (422, every unknown
     citation named by its index; nothing is written) and ``RateLimited`` (429: the reporter sent
-    more than ``POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE`` new rows in the last minute).
+    more than ``POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE`` new rows in the last minute). ``now``
+    is the clock (the replay evaluation passes simulated days; the API never does).
     """
     targets = resolve(scope_id, [item.citation for item in items])
     unknown = [index for index, target in enumerate(targets) if target is None]
@@ -106,7 +107,7 @@ def feedback_record(
         raise _unknown(unknown)
     resolved = [target for target in targets if target is not None]
     reporter = reporter_of(token)
-    now = timezone.now()
+    now = now or timezone.now()
     day = now.date()
     by_key = {target.target: target for target in resolved}
     _lock_counters(scope_id, by_key.values())
