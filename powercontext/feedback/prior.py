@@ -87,13 +87,17 @@ class PriorPolicy:
 
 
 def rank(hits: Sequence[Hit], score: Callable[[Hit], float], priors: Mapping[int, float]) -> list[Hit]:
-    """``hits`` ordered by ``score(hit) * (1 + prior)``, best first; ``priors`` maps an index of
-    ``hits`` to its prior (absent: 0). Equal adjusted scores keep search order, so with no prior
-    the order is unchanged."""
+    """``hits`` ordered by ``score * (1 + prior)``, best first; ``priors`` maps an index of
+    ``hits`` to its prior (absent: 0). A hit's score is first taken as at most the score of every
+    hit before it (search order is the ranking, whatever its scores say), so hits without a prior
+    always keep their search order among themselves, and with no prior nothing moves. Equal
+    adjusted scores keep search order."""
     if not any(priors.values()):
         return list(hits)
-    order = sorted(
-        range(len(hits)),
-        key=lambda index: (-(score(hits[index]) * (1.0 + priors.get(index, 0.0))), index),
-    )
+    adjusted: list[float] = []
+    ceiling = math.inf
+    for index, hit in enumerate(hits):
+        ceiling = min(ceiling, score(hit))
+        adjusted.append(ceiling * (1.0 + priors.get(index, 0.0)))
+    order = sorted(range(len(hits)), key=lambda index: (-adjusted[index], index))
     return [hits[index] for index in order]
