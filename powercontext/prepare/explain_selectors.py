@@ -10,10 +10,13 @@ first ``PREVIEW_CHARS`` characters.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from powercontext import search
+from powercontext.feedback import selectors as feedback_selectors
+from powercontext.feedback.prior import PriorPolicy, Usage
 from powercontext.prepare.builder import (
     EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
@@ -21,7 +24,7 @@ from powercontext.prepare.builder import (
     PreparedContextBuilder,
 )
 from powercontext.prepare.explain import Explanation, candidate_dict, citation, explain, source_text
-from powercontext.prepare.selection import context_candidates
+from powercontext.prepare.selection import context_candidates, feedback_target
 from powercontext.search import relevance, vector_cache
 
 PREVIEW_CHARS = 40
@@ -70,6 +73,11 @@ class ExplainRow:
     decision: str
     outcome: str
     preview: str | None  # the first PREVIEW_CHARS characters, only when text was asked for
+    # Feedback (``powercontext.feedback``): "3 uses, last 2026-12-01" / "-", "outdated 2" / "-",
+    # the prior ("+0.050" / "-").
+    uses: str = "-"
+    reports: str = "-"
+    prior: str = "-"
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,40 @@ class ExplainReport:
     vector_cache: dict[str, int] | None = None
     # The relevance floors this query's candidates were judged by (with the query's language).
     floors: relevance.QueryFloor | None = None
+    # The candidates' feedback counters and the prior each got (by ``feedback_target``).
+    usage: dict[str, Usage] = field(default_factory=dict)
+    priors: dict[str, float] = field(default_factory=dict)
+    policy: PriorPolicy | None = None
+
+    @property
+    def feedback_label(self) -> str:
+        """The feedback line both renderers show: "use prior within ±0.10; Memory held out at 2
+        reporters of wrong or outdated"."""
+        if self.policy is None:
+            return "-"
+        prior = f"use prior within \u00b1{self.policy.cap:.2f}" if self.policy.cap > 0 else "use prior off"
+        held = (
+            f"Memory held out at {self.policy.hold_reporters} reporters of wrong or outdated"
+            if self.policy.hold_reporters > 0
+            else "never held out"
+        )
+        return f"{prior}; {held}"
+
+    def feedback(self, trace: Decision) -> dict[str, Any] | None:
+        """The candidate's feedback figures for the JSON form, None when nobody reported it."""
+        target = feedback_target(trace.hit)
+        usage = self.usage.get(target)
+        if usage is None:
+            return None
+        return {
+            "uses": usage.uses,
+            "last_used_at": _when(usage.last_used_at),
+            "reporters": usage.reporters,
+            "wrong_reporters": usage.wrong_reporters,
+            "outdated_reporters": usage.outdated_reporters,
+            "last_reported_at": _when(usage.last_reported_at),
+            "prior": round(self.priors.get(target, 0.0), 4),
+        }
 
     @property
     def floor_label(self) -> str:
@@ -150,9 +192,22 @@ class ExplainReport:
                     decision=trace.decision,
                     outcome=outcome(trace),
                     preview=self.preview(trace),
+                    **self._feedback_cells(trace),
                 )
             )
         return rows
+
+    def _feedback_cells(self, trace: Decision) -> dict[str, str]:
+        figures = self.feedback(trace)
+        if figures is None:
+            return {}
+        last = f", last {figures['last_used_at'][:10]}" if figures["last_used_at"] else ""
+        reports = [f"{kind} {figures[kind + '_reporters']}" for kind in ("wrong", "outdated")]
+        return {
+            "uses": f"{figures['uses']}{last}",
+            "reports": ", ".join(r for r in reports if not r.endswith(" 0")) or "-",
+            "prior": f"{figures['prior']:+.3f}",
+        }
 
     def as_dict(self) -> dict[str, Any]:
         body = {
@@ -160,12 +215,18 @@ class ExplainReport:
             "search_mode": self.search_mode,
             "vector_cache": self.vector_cache,
             "relevance_floor": self.floor_dict(),
+            "feedback_policy": asdict(self.policy) if self.policy is not None else None,
             **self.explanation.as_dict(),
         }
-        if self.show_text:
-            for row, trace in zip(body["candidates"], self.explanation.candidates, strict=True):
+        for row, trace in zip(body["candidates"], self.explanation.candidates, strict=True):
+            row["feedback"] = self.feedback(trace)
+            if self.show_text:
                 row["text_preview"] = self.preview(trace)
         return body
+
+
+def _when(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 def _preview(text: str) -> str:
@@ -200,4 +261,7 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         show_text=show_text,
         vector_cache=cache,
         floors=relevance.query_floor(query),
+        usage=found.usage,
+        priors=found.priors,
+        policy=feedback_selectors.policy(),
     )

@@ -82,7 +82,11 @@ class Command(BaseCommand):
             f"{report.explanation.max_bytes}  admitted {len(report.explanation.admitted)}"
         )
         self.stdout.write(f"relevance floor {report.floor_label}")
-        columns = ("source", "#", "try", "citation", "score", "by", "sim", "lex", "chars", "decision")
+        self.stdout.write(f"feedback {report.feedback_label}")
+        columns = (
+            "source", "#", "try", "citation", "score", "by", "sim", "lex", "chars", "uses", "reports", "prior",
+            "decision",
+        )  # fmt: skip
         rows = [
             (
                 row.source,
@@ -94,6 +98,9 @@ class Command(BaseCommand):
                 row.similarity,
                 row.lexical_share,
                 row.chars,
+                row.uses,
+                row.reports,
+                row.prior,
                 row.outcome + (f"  {preview(row.preview)}" if row.preview is not None else ""),
             )
             for row in report.rows()
