@@ -329,6 +329,43 @@ def counters_rebuild(*, scope_id: str) -> int:
     return len(expected)
 
 
+@dataclass(frozen=True)
+class CountersReport:
+    """Drift of the counters of every scope checked (``drifted``: scopes whose counters differ
+    from their log), and whether they were rebuilt (``repaired``)."""
+
+    scopes: int
+    drifted: tuple[CounterDrift, ...]
+    repaired: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.drifted
+
+    def as_dict(self) -> dict[str, Any]:
+        """Counts only (never a scope id): what a log line or a task result may carry."""
+        return {
+            "ok": self.ok,
+            "scopes": self.scopes,
+            "drifted_scopes": len(self.drifted),
+            "missing": sum(d.missing for d in self.drifted),
+            "stale": sum(d.stale for d in self.drifted),
+            "orphaned": sum(d.orphaned for d in self.drifted),
+            "repaired": self.repaired,
+        }
+
+
+def counters_verify_all(*, scope_id: str | None = None, repair: bool = False) -> CountersReport:
+    """Verify the counters of one scope or of every scope with feedback; with ``repair``,
+    rebuild the drifted ones."""
+    scopes = [scope_id] if scope_id is not None else scopes_with_feedback()
+    drifted = tuple(drift for scope in scopes if not (drift := counters_verify(scope_id=scope)).ok)
+    if repair:
+        for drift in drifted:
+            counters_rebuild(scope_id=drift.scope_id)
+    return CountersReport(scopes=len(scopes), drifted=drifted, repaired=repair and bool(drifted))
+
+
 def counters_rebuild_all(
     *, scope_id: str | None = None, progress: Callable[[int], None] | None = None
 ) -> int:

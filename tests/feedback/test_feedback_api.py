@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
 import pytest
 import time_machine
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from powercontext.feedback import tasks
 from powercontext.feedback.models import Feedback, FeedbackCounter
 from tests.api.helpers import assert_error, assert_invalid
 from tests.feedback.helpers import citations_of, prepare, report
@@ -180,3 +185,37 @@ def test_each_token_is_one_reporter_however_often_it_reports(api: Any, cited: li
         assert report(api, SCOPE, (cited[0], "outdated"), (cited[0], "wrong")).json()["recorded"] == 2
     counter = FeedbackCounter.objects.get()
     assert (counter.reporters, counter.outdated_reporters, counter.wrong_reporters) == (2, 2, 1)
+
+
+def test_the_counters_are_rebuilt_and_verified_from_the_log(api: Any, cited: list[dict[str, Any]]) -> None:
+    api.token, _ = create_token("agent-a")
+    report(api, SCOPE, (cited[0], "used"), (cited[0], "outdated"))
+    expected = list(FeedbackCounter.objects.values("target", "uses", "reporters", "outdated_reporters"))
+    FeedbackCounter.objects.update(uses=7, reporters=0)
+    FeedbackCounter.objects.create(scope_id=SCOPE, target="m:orphan", family="memory", entry_version_id=1)
+
+    with pytest.raises(CommandError):
+        call_command("rebuild_search_index", "--verify-only", stdout=io.StringIO())
+    assert tasks.verify_feedback_counters.delay().get()["stale"] == 1
+    out = io.StringIO()
+    call_command("rebuild_search_index", "--verify-only", "--repair", stdout=out)
+    assert json.loads(out.getvalue())["feedback_counters"]["repaired"] is True
+    assert (
+        list(FeedbackCounter.objects.values("target", "uses", "reporters", "outdated_reporters")) == expected
+    )
+
+    FeedbackCounter.objects.all().delete()
+    out = io.StringIO()
+    call_command("rebuild_search_index", "--no-progress", stdout=out, stderr=io.StringIO())
+    assert "rebuilt 1 feedback counters from the feedback log" in out.getvalue()
+    assert (
+        list(FeedbackCounter.objects.values("target", "uses", "reporters", "outdated_reporters")) == expected
+    )
+    assert tasks.rebuild_feedback_counters.delay().get() == {"rebuilt_counters": 1}
+    assert json.loads(_verify())["ok"] is True
+
+
+def _verify() -> str:
+    out = io.StringIO()
+    call_command("rebuild_search_index", "--verify-only", stdout=out)
+    return out.getvalue()

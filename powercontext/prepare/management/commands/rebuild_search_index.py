@@ -1,4 +1,7 @@
-"""Rebuild (and optionally verify) the derived search index from authoritative rows."""
+"""Rebuild (and optionally verify) the projections prepare reads from authoritative rows: the
+search index (full text, vectors) from Memory and Experience rows, and the feedback counters from
+the feedback log (``powercontext.feedback``). It lives with prepare because prepare is what reads
+both; each projection's own service does the work."""
 
 from __future__ import annotations
 
@@ -9,14 +12,16 @@ from django.core.management.base import CommandError, CommandParser
 
 from powercontext import search
 from powercontext.core.management.scoped import ScopedCommand
+from powercontext.feedback import services as feedback_services
 from powercontext.search import vector_cache
 from powercontext.search.locking import maintenance_lock
 
 
 class Command(ScopedCommand):
     help = (
-        "Rebuild the full-text index from authoritative Memory rows (all scopes, or --scope). "
-        "With --verify-only, report drift without writing; add --repair to rebuild drifted scopes."
+        "Rebuild the full-text index from authoritative Memory rows and the feedback counters from "
+        "the feedback log (all scopes, or --scope). With --verify-only, report drift without "
+        "writing; add --repair to rebuild drifted scopes."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,9 +34,14 @@ class Command(ScopedCommand):
         if options["verify_only"]:
             with maintenance_lock():  # waits for a rebuild or verify in progress
                 report = search.verify_index(scope_id=scope_id, repair=options["repair"])
-            self.stdout.write(json.dumps(report.as_dict(), sort_keys=True))
-            if not report.ok and not report.repaired:
-                raise CommandError("the search index has drifted; run again with --repair")
+            counters = feedback_services.counters_verify_all(scope_id=scope_id, repair=options["repair"])
+            body = {**report.as_dict(), "feedback_counters": counters.as_dict()}
+            body["ok"] = report.ok and counters.ok
+            self.stdout.write(json.dumps(body, sort_keys=True))
+            if (not report.ok and not report.repaired) or (not counters.ok and not counters.repaired):
+                raise CommandError(
+                    "the search index or the feedback counters have drifted; run again with --repair"
+                )
             return
         if options["repair"]:
             raise CommandError("--repair goes with --verify-only (a rebuild always repairs)")
@@ -40,5 +50,7 @@ class Command(ScopedCommand):
             with maintenance_lock():
                 written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
+        counted = feedback_services.counters_rebuild_all(scope_id=scope_id)
+        self.stdout.write(f"rebuilt {counted} feedback counters from the feedback log")
         bound = vector_cache.cache_bound_bytes() / vector_cache.MIB
         self.stdout.write(f"vector search: in-process exact; cache bound per process {bound:g} MiB")
