@@ -2,7 +2,8 @@
 
 The singleton job row per scope carries a lease, an ownership token, a heartbeat and a success
 cooldown. ``phase2_materialize`` is one transaction, fenced by the token: it reads the scope's
-current outputs (not polluted, within retention, newest first, capped), compares them with the
+current outputs (not polluted, within retention by last use else last write, most used and
+newest first, capped), compares them with the
 previous selection (its rows are the "was selected" set, so "now missing" is a deletion signal),
 writes ONE Memory revision through ``memory_apply_changes`` (remember new, retire forgotten),
 proposes new Experiences as pending candidates, rejects pending pipeline candidates that were
@@ -24,8 +25,10 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 
 from powercontext.core import families
+from powercontext.feedback.models import MEMORY, FeedbackCounter
 from powercontext.memory.services import NewEntry, memory_apply_changes
 from powercontext.memory.sources import CONTENT_SOURCE_TYPE
 from powercontext.pipeline.config import PipelineConfig
@@ -142,16 +145,70 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text).strip()
 
 
+def _add_use(into: dict[str, tuple[int, datetime]], key: str, uses: int, last: datetime) -> None:
+    known = into.get(key)
+    into[key] = (uses, last) if known is None else (known[0] + uses, max(known[1], last))
+
+
+def session_use(scope_id: str) -> dict[str, tuple[int, datetime]]:
+    """session id -> (uses, last use) of the Memory the pipeline materialized from the session,
+    from the agents' feedback (``powercontext.feedback``): the uses of every version of each
+    entry it remembered, and the newest use. Sessions nobody's memory was used from are absent."""
+    by_entry: dict[str, tuple[int, datetime]] = {}
+    for entry_id, uses, last in FeedbackCounter.objects.filter(
+        scope_id=scope_id, family=MEMORY, uses__gt=0, last_used_at__isnull=False
+    ).values_list("entry_version__entry__entry_id", "uses", "last_used_at"):
+        if entry_id is not None and last is not None:
+            _add_use(by_entry, entry_id, uses, last)
+    if not by_entry:
+        return {}
+    by_session: dict[str, tuple[int, datetime]] = {}
+    for owned, session_ids in PipelineSelection.objects.filter(
+        scope_id=scope_id, kind=PipelineSelection.Kind.MEMORY, entry_id__in=sorted(by_entry)
+    ).values_list("entry_id", "session_ids"):
+        if owned is None:
+            continue
+        uses, last = by_entry[owned]
+        for session_id in session_ids:
+            _add_use(by_session, session_id, uses, last)
+    return by_session
+
+
 def _desired(
     scope_id: str, now: datetime, config: PipelineConfig, polluted: set[str]
 ) -> dict[tuple[str, str], Desired]:
-    """The current selection: item (kind, key) -> its fields, evidence and sessions."""
-    outputs = (
-        PipelineOutput.objects.filter(scope_id=scope_id, updated_at__gte=now - config.retention)
-        .exclude(session_id__in=sorted(polluted))
+    """The current selection: item (kind, key) -> its fields, evidence and sessions.
+
+    Selection by use (seed 002, 5.7 and 6.1): a session's output stays while its recency —
+    the last use of the Memory materialized from it, else its last write — is within the
+    retention, so a pipeline memory agents keep using is kept past the window; the cap keeps
+    the most used first, then the most recent."""
+    cutoff = now - config.retention
+    columns = ("session_id", "memories", "experiences", "updated_at", "watermark", "pk")
+    current = PipelineOutput.objects.filter(scope_id=scope_id).exclude(session_id__in=sorted(polluted))
+    # Without use, the newest outputs within the retention; SQL orders and caps them.
+    rows = {
+        row[0]: row
+        for row in current.filter(updated_at__gte=cutoff)
         .order_by("-updated_at", "-watermark", "pk")
-        .values_list("session_id", "memories", "experiences")[: config.selection_cap]
-    )
+        .values_list(*columns)[: config.selection_cap]
+    }
+    used = session_use(scope_id)
+    if used:
+        # Every used session still within the retention by its last use or its last write joins
+        # them; then the most used first, the most recent next.
+        kept = sorted(session for session, (_, last) in used.items() if last >= cutoff)
+        for row in current.filter(
+            Q(session_id__in=kept) | Q(session_id__in=sorted(used), updated_at__gte=cutoff)
+        ).values_list(*columns):
+            rows[row[0]] = row
+
+    def priority(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        session_id, _, _, updated_at, watermark, pk = row
+        uses, last = used.get(session_id, (0, updated_at))
+        return (-uses, -max(last, updated_at).timestamp(), -watermark, pk)
+
+    outputs = [row[:3] for row in sorted(rows.values(), key=priority)[: config.selection_cap]]
     desired: dict[tuple[str, str], Desired] = {}
     for session_id, memories, experiences in outputs:
         items: list[tuple[str, dict[str, str], list[str]]] = []

@@ -190,3 +190,44 @@ def test_counters_are_kept_per_scope_and_outcome() -> None:
 
     assert counters == {"claimed": 1, "output": 1}
     assert runner.scan(scope_id=SCOPE).phase1 == []
+
+
+def _remember_in_a_session() -> None:
+    capture(SCOPE, "a", "remember: the cache lives in redis db 3", session="s1")
+    run_pass(SCOPE, StubGenerator(output(memory("the cache lives in redis db 3", "a"))))
+
+
+def _report_use(now: Any) -> None:
+    from powercontext.feedback.services import FeedbackItem, feedback_record
+
+    revision, entries = memory_list_entries(scope_id=SCOPE)
+    (entry,) = [e for e in entries if e.text == "the cache lives in redis db 3"]
+    citation = {
+        "memory_ref": {"family": "memory", "artifact_id": "memory", "revision": revision},
+        "entry_id": entry.entry_id,
+        "entry_version_id": entry.entry_version_id,
+    }
+    feedback_record(scope_id=SCOPE, items=[FeedbackItem(citation, "used")], token=None, now=now)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("used", [True, False])
+def test_a_pipeline_memory_agents_keep_using_outlives_the_retention(used: bool) -> None:
+    start = timezone.now()
+    retention = pipeline_config().retention
+    with time_machine.travel(start, tick=False):
+        _remember_in_a_session()
+    if used:
+        _report_use(start + retention - timedelta(days=10))
+    later = start + retention + timedelta(days=10)
+    with time_machine.travel(later, tick=False):
+        # another session's output makes Phase 2 run again, past the first one's retention
+        capture(SCOPE, "b", "remember: deploys happen on tuesday", session="s2")
+        run_pass(SCOPE, StubGenerator(output(memory("deploys happen on tuesday", "b"))))
+
+    expected = (
+        ["deploys happen on tuesday", "the cache lives in redis db 3"]
+        if used
+        else ["deploys happen on tuesday"]
+    )
+    assert active_texts() == expected
