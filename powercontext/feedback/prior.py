@@ -1,6 +1,7 @@
 """The use prior and the hold rule: how feedback counters change what prepare selects.
 
-Pure module: standard library only; the caller passes the counters, the policy and ``now``.
+Pure module: standard library only; the caller passes the counters, the policy and ``now``
+(seconds since the epoch).
 
 - **Held.** A Memory entry version reported ``wrong`` or ``outdated`` by at least
   ``hold_reporters`` distinct reporters (since a person last dismissed its reports) is held out of
@@ -21,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TypeVar
 
 MEMORY = "memory"
@@ -42,14 +42,15 @@ def experience_target(artifact_id: str, revision: int) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """One item's feedback counters (``FeedbackCounter``), as prepare reads them."""
+    """One item's feedback counters (``FeedbackCounter``), as prepare reads them; times are
+    seconds since the epoch (this module reads no clock and no calendar)."""
 
     uses: int = 0
-    last_used_at: datetime | None = None
+    last_used_at: float | None = None
     reporters: int = 0
     wrong_reporters: int = 0
     outdated_reporters: int = 0
-    last_reported_at: datetime | None = None
+    last_reported_at: float | None = None
 
 
 NO_USAGE = Usage()
@@ -68,7 +69,7 @@ class PriorPolicy:
     def held(self, usage: Usage, family: str) -> bool:
         return family == MEMORY and self.hold_reporters > 0 and usage.reporters >= self.hold_reporters
 
-    def prior(self, usage: Usage, family: str, now: datetime) -> float:
+    def prior(self, usage: Usage, family: str, now: float) -> float:
         """The hit's prior in ``[-cap, cap]`` (0 for an item nobody used or reported)."""
         if self.cap <= 0:
             return 0.0
@@ -77,7 +78,7 @@ class PriorPolicy:
             strength = min(1.0, math.log1p(usage.uses) / math.log1p(max(1, self.saturation_uses)))
             age_days = 0.0
             if usage.last_used_at is not None:
-                age_days = max(0.0, (now - usage.last_used_at).total_seconds() / SECONDS_PER_DAY)
+                age_days = max(0.0, (now - usage.last_used_at) / SECONDS_PER_DAY)
             recency = 0.5 ** (age_days / self.half_life_days) if self.half_life_days > 0 else 1.0
             use = strength * recency
         report = 0.0

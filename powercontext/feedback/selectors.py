@@ -29,11 +29,11 @@ def usage_for(scope_id: str, targets: Iterable[str]) -> dict[str, Usage]:
     return {
         target: Usage(
             uses=uses,
-            last_used_at=last_used_at,
+            last_used_at=last_used_at.timestamp() if last_used_at is not None else None,
             reporters=reporters,
             wrong_reporters=wrong,
             outdated_reporters=outdated,
-            last_reported_at=last_reported_at,
+            last_reported_at=last_reported_at.timestamp() if last_reported_at is not None else None,
         )
         for target, uses, last_used_at, reporters, wrong, outdated, last_reported_at in (
             FeedbackCounter.objects.filter(scope_id=scope_id, target__in=wanted).values_list(

@@ -11,7 +11,7 @@ first ``PREVIEW_CHARS`` characters.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from powercontext import search
@@ -225,8 +225,8 @@ class ExplainReport:
         return body
 
 
-def _when(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
+def _when(seconds: float | None) -> str | None:
+    return datetime.fromtimestamp(seconds, UTC).isoformat() if seconds is not None else None
 
 
 def _preview(text: str) -> str:

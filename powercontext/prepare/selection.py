@@ -186,7 +186,7 @@ def weigh(
 ) -> tuple[list[Hit], dict[str, float], frozenset[str]]:
     """``hits`` reordered by the use prior (``feedback.prior.rank``), each hit's prior by its
     target, and the targets held out by reports. Order changes only where a prior is not 0."""
-    now = timezone.now()
+    now = timezone.now().timestamp()
     priors: dict[str, float] = {}
     by_index: dict[int, float] = {}
     held = set()

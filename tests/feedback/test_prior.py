@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -10,13 +10,14 @@ from hypothesis import strategies as st
 
 from powercontext.feedback.prior import NO_USAGE, PriorPolicy, Usage, rank
 
-NOW = datetime(2026, 12, 6, tzinfo=UTC)
+NOW = datetime(2026, 12, 6, tzinfo=UTC).timestamp()
+DAY = 86400.0
 POLICY = PriorPolicy(cap=0.10, saturation_uses=8, half_life_days=30, hold_reporters=2)
 
 usages = st.builds(
     Usage,
     uses=st.integers(0, 10_000),
-    last_used_at=st.one_of(st.none(), st.integers(0, 3650).map(lambda d: NOW - timedelta(days=d))),
+    last_used_at=st.one_of(st.none(), st.integers(0, 3650).map(lambda d: NOW - d * DAY)),
     reporters=st.integers(0, 50),
 )
 
@@ -36,7 +37,7 @@ def test_use_raises_it_to_the_cap_at_saturation_and_recency_halves_it() -> None:
     fresh = Usage(uses=8, last_used_at=NOW)
     assert POLICY.prior(fresh, "memory", NOW) == pytest.approx(0.10)
     assert POLICY.prior(Usage(uses=1, last_used_at=NOW), "memory", NOW) < 0.10
-    month_old = Usage(uses=8, last_used_at=NOW - timedelta(days=30))
+    month_old = Usage(uses=8, last_used_at=NOW - 30 * DAY)
     assert POLICY.prior(month_old, "memory", NOW) == pytest.approx(0.05)
 
 

@@ -33,18 +33,20 @@ SHARED_CONTRACT = next(
     _CANDIDATES[0] / "shared" / "contracts" / CONTRACT_NAME,
 )
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-# This repository's own addendum (no shared counterpart): session recovery state, seed 004 R-004.
-RECOVERY_ADDENDUM = (
-    Path(settings.BASE_DIR) / "context_api" / "contract" / "powercontext-recovery.openapi.yaml"
+# This repository's own addenda (no shared counterpart): session recovery state (seed 004 R-004)
+# and feedback (issue 30).
+OWN_ADDENDA = tuple(
+    Path(settings.BASE_DIR) / "context_api" / "contract" / name
+    for name in ("powercontext-recovery.openapi.yaml", "powercontext-feedback.openapi.yaml")
 )
 
 
 def _shared() -> dict[str, Any]:
     """The shared contract with the shared pipeline addendum's paths and components added, and
-    the repository's recovery addendum."""
+    the repository's own addenda."""
     with SHARED_CONTRACT.open(encoding="utf-8") as handle:
         document = yaml.safe_load(handle)
-    for path in (SHARED_CONTRACT.with_name(ADDENDUM_NAME), RECOVERY_ADDENDUM):
+    for path in (SHARED_CONTRACT.with_name(ADDENDUM_NAME), *OWN_ADDENDA):
         with path.open(encoding="utf-8") as handle:
             addendum = yaml.safe_load(handle)
         document["paths"].update(addendum["paths"])
