@@ -144,6 +144,11 @@ class _Operations(RecoveryOperations[ResultT]):
     def prepare_context(self, *, scope_id: str, query: str, max_bytes: int | None = None) -> ResultT:
         return self._call("prepare_context", {"scope_id": scope_id, "query": query, "max_bytes": max_bytes})
 
+    def report_context_feedback(self, *, scope_id: str, items: Sequence[Mapping[str, Any]]) -> ResultT:
+        """``items``: 1-32 of ``{"citation": <as prepare returned it>, "outcome": "used" | "wrong"
+        | "outdated", "note": <optional>}``, sent as given."""
+        return self._call("report_context_feedback", {"scope_id": scope_id, "items": list(items)})
+
     # Memory -----------------------------------------------------------------------------------
 
     def remember_memory(

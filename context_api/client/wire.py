@@ -66,6 +66,7 @@ OPERATIONS: dict[str, Operation] = {
     "search_session_history": Operation("POST", "/v1/sessions/history/search", 200),
     "read_session_history": Operation("POST", "/v1/sessions/history/read", 200),
     "get_recovery_hint": Operation("POST", "/v1/sessions/hint", 200),
+    "report_context_feedback": Operation("POST", "/v1/context/feedback", 200),
 }
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Codex ``UserPromptSubmit`` hook: ask PowerContext for prepared context and inject it unchanged.
+Claude Code runs the same hook through ``claude_code_user_prompt_submit.py``.
 
 Run by Codex with the hook input JSON on stdin::
 
@@ -7,57 +8,68 @@ Run by Codex with the hook input JSON on stdin::
 
 Standard library only, so it runs with any ``python3`` and needs no virtualenv.
 
-Behaviour (see ``docs/codex-hook.md``):
+Behaviour (see ``docs/agents/codex-hook.md``):
 
 * one ``POST {POWERCONTEXT_URL}/v1/context/prepare`` per prompt;
-* a strictly valid ``ready`` response is printed as Codex ``hookSpecificOutput.additionalContext``,
+* a strictly valid ``ready`` response is printed as ``hookSpecificOutput.additionalContext``,
   byte-for-byte unchanged, with nothing on stderr;
 * every other result prints nothing on stdout and one content-free JSON diagnostic line on stderr;
-* the hook always exits 0 (fail open): PowerContext problems never block Codex.
+* the citations of the injected items (never their content, never the prompt) are kept in the
+  session's state file for the Stop hook (``codex_stop.py``); a turn without context forgets them;
+* the hook always exits 0 (fail open): PowerContext problems never block the agent.
 """
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
 import json
-import math
 import os
 import sys
-import threading
-import urllib.error
-import urllib.request
-from collections.abc import Callable
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+import time
+from typing import Any
 
-# The scope id (explicit, git remote or project path) lives beside this file, standard library too.
+# The scope id, the HTTP exchange and the session state live beside this file, standard library too.
 if __package__:
+    from . import hook_state
+    from .hook_http import ENV_TOKEN as ENV_TOKEN
+    from .hook_http import ENV_URL as ENV_URL
+    from .hook_http import (
+        HookFailure,
+        env_number,
+        event_name_is,
+        is_int,
+        post_json,
+        server_url,
+        timeout_seconds,
+        token,
+    )
     from .hook_scope import ENV_SCOPE_ID as ENV_SCOPE_ID
     from .hook_scope import normalize_git_remote as normalize_git_remote
     from .hook_scope import resolve_scope_id as resolve_scope_id
 else:  # run as a script (``python3 .../codex_user_prompt_submit.py``): its folder is on sys.path
+    import hook_state  # type: ignore[import-not-found, no-redef]
+    from hook_http import (  # type: ignore[import-not-found, no-redef]
+        HookFailure,
+        env_number,
+        event_name_is,
+        is_int,
+        post_json,
+        server_url,
+        timeout_seconds,
+        token,
+    )
     from hook_scope import resolve_scope_id  # type: ignore[import-not-found, no-redef]
 
-COMPONENT = "powercontext.codex.recall"
+CODEX = "codex"
+CLAUDE_CODE = "claude_code"
 EVENT = "context_prepare"
 PREPARED_CONTEXT_SCHEMA = "powercontext.prepared-context.v1"
 PREPARE_PATH = "/v1/context/prepare"
+USER_AGENT = "powercontext-hook"
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-DEFAULT_TIMEOUT_SECONDS = 0.8
-CODEX_MAX_BYTES = 8000  # Codex additionalContext budget; also the hook's upper bound.
+CLIENT_MAX_BYTES = 8000  # Codex additionalContext budget; the upper bound for both clients.
 CONTRACT_MIN_BYTES = 512  # PrepareContextRequest.max_bytes minimum.
 MAX_QUERY_CHARS = 8192  # PrepareContextRequest.query maxLength.
-MAX_RESPONSE_BYTES = 1024 * 1024  # A prepared context is at most 8000 bytes; anything huge is wrong.
-
-# Environment variables. POWERCONTEXT_HTTP_URL is the name older upstream hooks used for the URL.
-ENV_URL = ("POWERCONTEXT_URL", "POWERCONTEXT_HTTP_URL")
-ENV_TOKEN = "POWERCONTEXT_TOKEN"  # noqa: S105 - an environment variable name
-ENV_TIMEOUT = "POWERCONTEXT_TIMEOUT_SECONDS"
 ENV_MAX_BYTES = "POWERCONTEXT_MAX_BYTES"
-
-NumberT = TypeVar("NumberT", int, float)
 
 OUTCOMES = frozenset(
     {
@@ -71,168 +83,30 @@ OUTCOMES = frozenset(
 )
 
 
-class _Failure(Exception):
-    """Ends the hook with one diagnostic; carries only non-sensitive fields."""
-
-    def __init__(self, outcome: str, http_status: int | None = None) -> None:
-        super().__init__(outcome)
-        self.outcome = outcome
-        self.http_status = http_status
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-def _env(environ: dict[str, str], name: str) -> str | None:
-    value = environ.get(name)
-    if value is None or not value.strip():
-        return None
-    return value.strip()
-
-
-def server_url(environ: dict[str, str]) -> str | None:
-    """Return the validated base URL without a trailing slash, or None when it is unusable."""
-
-    raw = next((v for v in (_env(environ, name) for name in ENV_URL) if v is not None), DEFAULT_URL)
-    try:
-        parts = urlsplit(raw)
-        hostname = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError for an invalid port
-    except ValueError:
-        return None
-    if parts.scheme not in {"http", "https"} or not hostname:
-        return None
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        return None
-    return raw.rstrip("/")
-
-
-def _env_number(environ: dict[str, str], name: str, parse: Callable[[str], NumberT]) -> NumberT | None:
-    """The variable read as a number by ``parse``, or None when it is unset or not a number."""
-
-    raw = _env(environ, name)
-    if raw is None:
-        return None
-    try:
-        return parse(raw)
-    except ValueError:
-        return None
-
-
-def timeout_seconds(environ: dict[str, str]) -> float:
-    value = _env_number(environ, ENV_TIMEOUT, float)
-    if value is None or not math.isfinite(value) or value <= 0:
-        return DEFAULT_TIMEOUT_SECONDS
-    return value
+def component(client: str) -> str:
+    return f"powercontext.{client}.recall"
 
 
 def max_bytes(environ: dict[str, str]) -> int:
     """The requested budget: POWERCONTEXT_MAX_BYTES clamped to 512..8000 (Codex limit), default 8000."""
 
-    value = _env_number(environ, ENV_MAX_BYTES, int)
+    value = env_number(environ, ENV_MAX_BYTES, int)
     if value is None:
-        return CODEX_MAX_BYTES
-    return max(CONTRACT_MIN_BYTES, min(CODEX_MAX_BYTES, value))
-
-
-# --------------------------------------------------------------------------- HTTP
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        return None  # a 3xx then surfaces as an HTTPError
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
-    if _is_loopback(urlsplit(url).hostname or ""):
-        handlers.append(urllib.request.ProxyHandler({}))  # never send a local call through a proxy
-    return urllib.request.build_opener(*handlers)
-
-
-def _read_bounded(response: http.client.HTTPResponse) -> bytes | None:
-    data = response.read(MAX_RESPONSE_BYTES + 1)
-    return None if len(data) > MAX_RESPONSE_BYTES else data
-
-
-def post_prepare(
-    url: str, body: dict[str, object], token: str | None, timeout: float
-) -> tuple[int, bytes | None]:
-    """POST the request; return (status, body or None when oversized). Raises _Failure on transport errors.
-
-    The whole exchange (DNS, connect, send, read) runs in a worker thread so ``timeout`` is a wall-clock
-    bound, not a per-socket-operation one.
-    """
-
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "User-Agent": "powercontext-codex-hook",
-    }
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(  # noqa: S310 - scheme is validated to http/https
-        url + PREPARE_PATH,
-        data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-        headers=headers,
-        method="POST",
-    )
-    opener = _opener(url)
-    result: dict[str, object] = {}
-    done = threading.Event()
-
-    def exchange() -> None:
-        try:
-            with opener.open(request, timeout=timeout) as response:
-                result["status"] = response.status
-                result["body"] = _read_bounded(response)
-        except urllib.error.HTTPError as error:
-            result["status"] = error.code
-            result["body"] = None
-            error.close()
-        except BaseException as error:  # noqa: BLE001 - classified below, never re-raised in this thread
-            result["error"] = error
-        finally:
-            done.set()
-
-    threading.Thread(target=exchange, name="powercontext-prepare", daemon=True).start()
-    if not done.wait(timeout):
-        raise _Failure("server_unavailable")
-    error = result.get("error")
-    if error is not None:
-        if isinstance(error, OSError):  # refused, reset, timeout, DNS, TLS
-            raise _Failure("server_unavailable")
-        raise _Failure("invalid_response")  # e.g. a peer that does not speak HTTP
-    status, payload = result["status"], result["body"]
-    if not isinstance(status, int) or not (payload is None or isinstance(payload, bytes)):
-        raise _Failure("invalid_response")
-    return status, payload
+        return CLIENT_MAX_BYTES
+    return max(CONTRACT_MIN_BYTES, min(CLIENT_MAX_BYTES, value))
 
 
 # --------------------------------------------------------------------------- validation
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def validate_prepared_context(payload: object, budget: int) -> tuple[str, str | None, int]:
-    """Strictly check a PreparedContext; return (status, content, content_bytes) or raise _Failure."""
+    """Strictly check a PreparedContext; return (status, content, content_bytes) or raise HookFailure."""
 
-    invalid = _Failure("invalid_response", 200)
+    invalid = HookFailure("invalid_response", 200)
     if not isinstance(payload, dict) or set(payload) != {"schema", "status", "content", "content_bytes"}:
         raise invalid
     status, content, content_bytes = payload["status"], payload["content"], payload["content_bytes"]
-    if payload["schema"] != PREPARED_CONTEXT_SCHEMA or not _is_int(content_bytes):
+    if payload["schema"] != PREPARED_CONTEXT_SCHEMA or not is_int(content_bytes):
         raise invalid
     if status == "empty":
         if content is not None or content_bytes != 0:
@@ -253,17 +127,17 @@ def validate_prepared_context(payload: object, budget: int) -> tuple[str, str | 
 
 def interpret_response(status: int, body: bytes | None, budget: int) -> tuple[str, str | None, int]:
     if status == 401:
-        raise _Failure("authentication_failed", status)
+        raise HookFailure("authentication_failed", status)
     if status == 404:
-        raise _Failure("version_mismatch", status)
+        raise HookFailure("version_mismatch", status)
     if status == 503:
-        raise _Failure("server_unavailable", status)
+        raise HookFailure("server_unavailable", status)
     if status != 200 or body is None:
-        raise _Failure("invalid_response", status)
+        raise HookFailure("invalid_response", status)
     try:
         payload = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _Failure("invalid_response", status) from None
+        raise HookFailure("invalid_response", status) from None
     return validate_prepared_context(payload, budget)
 
 
@@ -273,13 +147,14 @@ def interpret_response(status: int, body: bytes | None, budget: int) -> tuple[st
 def diagnostic(
     outcome: str,
     *,
+    client: str = CODEX,
     http_status: int | None = None,
     context_status: str | None = None,
     content_bytes: int | None = None,
 ) -> str:
     """One JSON line. Only bounded, content-free fields; a field the hook does not know is omitted."""
 
-    event: dict[str, object] = {"component": COMPONENT, "event": EVENT, "outcome": outcome}
+    event: dict[str, object] = {"component": component(client), "event": EVENT, "outcome": outcome}
     if http_status is not None:
         event["http_status"] = http_status
     if context_status is not None:
@@ -289,50 +164,68 @@ def diagnostic(
     return json.dumps(event)
 
 
-def run(stdin_bytes: bytes, environ: dict[str, str]) -> tuple[str | None, str | None]:
+def session_id_of(payload: dict[str, Any]) -> str | None:
+    session_id = payload.get("session_id")
+    return session_id if isinstance(session_id, str) and session_id.strip() else None
+
+
+def remember(environ: dict[str, str], session_id: str | None, scope_id: str, content: str | None) -> None:
+    """Keep the citations of the context injected for this turn (none: forget the last one), so
+    the Stop hook only counts the use of what this turn's prompt was given."""
+
+    if session_id is None:
+        return
+    citations = hook_state.citations_of_content(content) if content is not None else []
+    now = time.time()
+    hook_state.save(environ, session_id, hook_state.SessionState(scope_id, int(now), citations), now)
+
+
+def run(stdin_bytes: bytes, environ: dict[str, str], client: str = CODEX) -> tuple[str | None, str | None]:
     """Return (stdout text, stderr diagnostic line); exactly one of them is set."""
+
+    def skipped() -> tuple[None, str]:
+        return None, diagnostic("skipped", client=client)
 
     try:
         payload = json.loads(stdin_bytes.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return None, diagnostic("skipped")
-    if not isinstance(payload, dict):
-        return None, diagnostic("skipped")
-    event_name = payload.get("hook_event_name")
-    if event_name is not None and (
-        not isinstance(event_name, str) or event_name.replace("_", "").lower() != "userpromptsubmit"
-    ):
-        return None, diagnostic("skipped")
+        return skipped()
+    if not isinstance(payload, dict) or not event_name_is(payload, "UserPromptSubmit"):
+        return skipped()
+    session_id = session_id_of(payload)
     prompt = payload.get("prompt")
-    if not isinstance(prompt, str):
-        return None, diagnostic("skipped")
-    query = prompt[:MAX_QUERY_CHARS]
-    if not query.strip():
-        return None, diagnostic("skipped")
+    query = prompt[:MAX_QUERY_CHARS] if isinstance(prompt, str) else ""
     url = server_url(environ)
-    if url is None:
-        return None, diagnostic("skipped")
+    if not query.strip() or url is None:
+        if session_id is not None:
+            hook_state.clear(environ, session_id)
+        return skipped()
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd.strip():
         cwd = os.getcwd()
     budget = max_bytes(environ)
-    body = {"scope_id": resolve_scope_id(cwd, environ), "query": query, "max_bytes": budget}
+    scope_id = resolve_scope_id(cwd, environ)
+    body = {"scope_id": scope_id, "query": query, "max_bytes": budget}
     try:
-        status, raw = post_prepare(url, body, _env(environ, ENV_TOKEN), timeout_seconds(environ))
+        status, raw = post_json(url, PREPARE_PATH, body, token(environ), timeout_seconds(environ), USER_AGENT)
         context_status, content, content_bytes = interpret_response(status, raw, budget)
-    except _Failure as failure:
-        return None, diagnostic(failure.outcome, http_status=failure.http_status)
+    except HookFailure as failure:
+        remember(environ, session_id, scope_id, None)
+        return None, diagnostic(failure.outcome, client=client, http_status=failure.http_status)
+    remember(environ, session_id, scope_id, content)
     if context_status == "empty":
-        return None, diagnostic("empty", http_status=200, context_status="empty", content_bytes=0)
+        return None, diagnostic(
+            "empty", client=client, http_status=200, context_status="empty", content_bytes=0
+        )
     output = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": content}}
     return json.dumps(output), None
 
 
-def main() -> int:
+def main(client: str = CODEX) -> int:
     try:
-        stdout_text, stderr_line = run(sys.stdin.buffer.read(), dict(os.environ))
+        stdout_text, stderr_line = run(sys.stdin.buffer.read(), dict(os.environ), client)
     except Exception:  # noqa: BLE001 - fail open on anything unexpected
-        stdout_text, stderr_line = None, diagnostic("invalid_response")
+        stdout_text, stderr_line = None, diagnostic("invalid_response", client=client)
     try:
         if stdout_text is not None:
             sys.stdout.write(stdout_text + "\n")

@@ -357,12 +357,20 @@ CASES += [
         200,
     ),
     ("get_recovery_hint", dict(SESSION), "POST", "/v1/sessions/hint", dict(SESSION), 200),
+    (
+        "report_context_feedback",
+        {"scope_id": "s", "items": [{"citation": {"artifact_ref": ARTIFACT}, "outcome": "used"}]},
+        "POST",
+        "/v1/context/feedback",
+        {"scope_id": "s", "items": [{"citation": {"artifact_ref": ARTIFACT}, "outcome": "used"}]},
+        200,
+    ),
 ]
 
 
 def test_every_contract_operation_is_covered():
     assert {case[0] for case in CASES} == set(OPERATIONS)
-    assert len(OPERATIONS) == 31
+    assert len(OPERATIONS) == 32
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from context_api.hooks import codex_user_prompt_submit as hook
+from context_api.hooks import hook_state
+from powercontext.prepare.render import render_content
 from tests.context_api.fake_http import FakeServer, Reply
 
 HOOK_PATH = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
@@ -71,10 +74,12 @@ def base_env(tmp_path: Path) -> dict[str, str]:
         if not key.startswith("POWERCONTEXT_") and "proxy" not in key.lower() and not key.startswith("GIT_")
     }
     # Deterministic git: no user/system config (insteadOf rewrites), never climb above tmp_path.
+    # The session state goes to a directory of the test, never to the real home.
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_CEILING_DIRECTORIES=str(tmp_path.parent),
+        POWERCONTEXT_STATE_DIR=str(tmp_path / "state"),
     )
     return env
 
@@ -532,3 +537,194 @@ def test_hook_sends_the_local_scope_outside_a_repository(server, tmp_path):
     run_hook(tmp_path, hook_input(workdir), url=server.url)
 
     assert server.requests[0].json()["scope_id"] == local_scope(workdir)
+
+
+# --------------------------------------------------------------------------- session state for the Stop hook
+
+MEMORY_CITATION = {
+    "memory_ref": {"family": "memory", "artifact_id": "memory", "revision": 7},
+    "entry_id": "mem_ent_" + "1" * 32,
+    "entry_version_id": "mem_ver_" + "2" * 32,
+}
+EXPERIENCE_CITATION = {
+    "artifact_ref": {"family": "experience", "artifact_id": "exp_" + "3" * 32, "revision": 2}
+}
+CITED_CONTENT = render_content(
+    [
+        {"citation": MEMORY_CITATION, "content": "SECRET-CONTENT run the contract tests", "truncated": False},
+        {
+            "citation": EXPERIENCE_CITATION,
+            "content": "SECRET-CONTENT roll back first",
+            "truncated": False,
+            "kind": "experience",
+        },
+    ]
+)
+SESSION_FILE = "session-" + hashlib.sha256(b"019d036d-c7fa-72d2-b6fd-78878bfe34e4").hexdigest() + ".json"
+
+
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def test_a_ready_context_leaves_its_citations_in_a_private_state_file(server, tmp_path):
+    server.respond(200, ready(CITED_CONTENT))
+    result = run_hook(tmp_path, hook_input(tmp_path), url=server.url, POWERCONTEXT_SCOPE_ID=SCOPE)
+
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] == CITED_CONTENT
+    path = state_dir(tmp_path) / SESSION_FILE
+    assert [p.name for p in state_dir(tmp_path).iterdir()] == [SESSION_FILE]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(state_dir(tmp_path).stat().st_mode) == 0o700
+    state = json.loads(path.read_text())
+    assert state["v"] == 1 and state["scope_id"] == SCOPE and isinstance(state["saved_at"], int)
+    assert state["citations"] == [MEMORY_CITATION, EXPERIENCE_CITATION]
+    for secret in ("SECRET-PROMPT", "SECRET-CONTENT", "rotate the staging", "roll back"):
+        assert secret not in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("status", "payload"),
+    [(200, EMPTY), (503, ERROR_ENVELOPE), (200, ready(CONTENT))],
+    ids=["empty", "unavailable", "ready_without_citations"],
+)
+def test_a_turn_without_cited_context_forgets_the_last_one(server, tmp_path, status, payload):
+    server.respond(200, ready(CITED_CONTENT))
+    run_hook(tmp_path, hook_input(tmp_path), url=server.url, POWERCONTEXT_SCOPE_ID=SCOPE)
+    assert (state_dir(tmp_path) / SESSION_FILE).exists()
+
+    server.respond(status, payload)
+    run_hook(tmp_path, hook_input(tmp_path), url=server.url, POWERCONTEXT_SCOPE_ID=SCOPE)
+
+    assert list(state_dir(tmp_path).iterdir()) == []
+
+
+def test_without_a_session_id_nothing_is_kept(server, tmp_path):
+    server.respond(200, ready(CITED_CONTENT))
+    payload = {k: v for k, v in hook_input(tmp_path).items() if k != "session_id"}
+    result = run_hook(tmp_path, payload, url=server.url, POWERCONTEXT_SCOPE_ID=SCOPE)
+
+    assert result.stderr == "" and result.stdout
+    assert not state_dir(tmp_path).exists()
+
+
+def test_a_wider_state_directory_is_narrowed_and_stale_files_are_swept(server, tmp_path):
+    directory = state_dir(tmp_path)
+    directory.mkdir(mode=0o755)
+    directory.chmod(0o755)
+    stale, fresh = directory / "session-stale.json", directory / "session-fresh.json"
+    for path in (stale, fresh):
+        path.write_text("{}")
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(stale, (two_days_ago, two_days_ago))
+    server.respond(200, ready(CITED_CONTENT))
+    run_hook(tmp_path, hook_input(tmp_path), url=server.url, POWERCONTEXT_SCOPE_ID=SCOPE)
+
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert sorted(p.name for p in directory.iterdir()) == sorted([SESSION_FILE, fresh.name])
+
+
+def test_a_symlinked_or_unusable_state_directory_changes_nothing_else(server, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    state_dir(tmp_path).symlink_to(elsewhere)
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    server.respond(200, ready(CITED_CONTENT))
+    expected = {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": CITED_CONTENT}
+    }
+
+    for directory in (state_dir(tmp_path), not_a_directory, Path("relative/dir")):
+        result = run_hook(
+            tmp_path,
+            hook_input(tmp_path),
+            url=server.url,
+            POWERCONTEXT_SCOPE_ID=SCOPE,
+            POWERCONTEXT_STATE_DIR=str(directory),
+        )
+        assert result.returncode == 0 and result.stderr == ""
+        assert json.loads(result.stdout) == expected
+    assert list(elsewhere.iterdir()) == []
+    assert not (tmp_path / "relative").exists()
+
+
+def test_the_default_state_directory_follows_xdg_then_home(tmp_path):
+    assert hook_state.state_dir({"POWERCONTEXT_STATE_DIR": " /x/y "}) == Path("/x/y")
+    assert hook_state.state_dir({"XDG_STATE_HOME": "/s", "HOME": "/h"}) == Path(
+        "/s/powercontext/hook-sessions"
+    )
+    assert hook_state.state_dir({"XDG_STATE_HOME": "rel", "HOME": "/h"}) == Path(
+        "/h/.local/state/powercontext/hook-sessions"
+    )
+    assert hook_state.state_dir({"POWERCONTEXT_STATE_DIR": "rel"}) is None
+
+
+def _content(envelope: object) -> str:
+    body = envelope if isinstance(envelope, str) else json.dumps(envelope)
+    return f"policy\n\nBEGIN_POWERCONTEXT_PREPARED_CONTEXT_V1\n{body}\nEND_POWERCONTEXT_PREPARED_CONTEXT_V1"
+
+
+def _item(citation: object) -> dict[str, object]:
+    return {"citation": citation, "content": "x", "truncated": False}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param("no markers at all", id="no_markers"),
+        pytest.param(_content("{not json"), id="not_json"),
+        pytest.param(_content({"trust": "trusted", "items": [_item(MEMORY_CITATION)]}), id="other_trust"),
+        pytest.param(_content({"trust": "untrusted_history", "items": {}}), id="items_not_a_list"),
+        pytest.param(
+            _content({"trust": "untrusted_history", "items": [_item(MEMORY_CITATION)]}) + "\n", id="tail"
+        ),
+    ],
+)
+def test_a_context_of_another_shape_gives_no_citations(content):
+    assert hook_state.citations_of_content(content) == []
+
+
+def _memory(**changes: object) -> dict[str, object]:
+    citation: dict[str, object] = json.loads(json.dumps(MEMORY_CITATION))
+    citation.update(changes)
+    return citation
+
+
+@pytest.mark.parametrize(
+    "citation",
+    [
+        pytest.param(_memory(entry_id="has space"), id="id_with_space"),
+        pytest.param(_memory(entry_version_id="v" * 129), id="id_too_long"),
+        pytest.param(_memory(entry_id=""), id="empty_id"),
+        pytest.param(_memory(extra=1), id="extra_key"),
+        pytest.param(
+            _memory(memory_ref={"family": "memory", "artifact_id": "memory", "revision": True}), id="bool"
+        ),
+        pytest.param(
+            _memory(memory_ref={"family": "memory", "artifact_id": "memory", "revision": 0}), id="rev0"
+        ),
+        pytest.param(
+            _memory(memory_ref={"family": "skill", "artifact_id": "memory", "revision": 1}), id="family"
+        ),
+        pytest.param(
+            {"artifact_ref": {"family": "memory", "artifact_id": "exp_x", "revision": 1}}, id="exp_family"
+        ),
+        pytest.param("mem_ver_x", id="string"),
+    ],
+)
+def test_citations_of_another_shape_are_skipped(citation):
+    envelope = {"trust": "untrusted_history", "items": [_item(citation), _item(EXPERIENCE_CITATION)]}
+    assert hook_state.citations_of_content(_content(envelope)) == [EXPERIENCE_CITATION]
+
+
+def test_citations_are_distinct_and_bounded():
+    many = [_memory(entry_version_id=f"mem_ver_{i:032x}") for i in range(40)]
+    envelope = {
+        "trust": "untrusted_history",
+        "items": [_item(c) for c in [MEMORY_CITATION, MEMORY_CITATION, *many]],
+    }
+    found = hook_state.citations_of_content(_content(envelope))
+    assert found[0] == MEMORY_CITATION and len(found) == hook_state.MAX_CITATIONS
+    assert found[1:] == many[: hook_state.MAX_CITATIONS - 1]
