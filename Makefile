@@ -37,10 +37,11 @@ run: $(RUN_STAMP) ## Install runtime requirements, migrate, collect static files
 test: $(STAMP) ## Run the whole test suite (DATABASE_URL picks the database; default SQLite)
 	PY=$(PY) scripts/test.sh $(PYTEST_ARGS)
 
-lint: $(STAMP) ## Lint, check formatting and the import direction (import-linter)
+lint: $(STAMP) ## Lint, check formatting, the import direction (import-linter) and merge-conflict markers
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	scripts/no_conflict_markers.sh
 
 typecheck: $(STAMP) ## mypy --strict on the pure modules (pyproject.toml lists them) and the hook
 	PY=$(PY) scripts/typecheck.sh

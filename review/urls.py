@@ -25,4 +25,10 @@ urlpatterns = [
     path("candidates/<int:pk>/next/", views.candidate_next, name="next"),
     path("candidates/<int:pk>/previous/", views.candidate_previous, name="previous"),
     path("candidates/<int:pk>/viewing/", views.candidate_viewing, name="viewing"),
+    path("reported/", views.reported_list, name="reported"),
+    path("reported/<int:pk>/", views.reported_item, name="reported-item"),
+    path("reported/<int:pk>/dismiss/", views.reported_dismiss, name="reported-dismiss"),
+    path("reported/<int:pk>/retire/", views.reported_retire, name="reported-retire"),
+    path("reported/<int:pk>/revise/", views.reported_revise, name="reported-revise"),
+    path("reported/<int:pk>/undo/", views.reported_undo, name="reported-undo"),
 ]

@@ -27,6 +27,7 @@ echo "=== PowerContext static checks ==="
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/lint-imports --no-cache
+scripts/no_conflict_markers.sh
 PY="$PY" scripts/typecheck.sh
 env -u DATABASE_URL POWERCONTEXT_DATA_DIR="${POWERCONTEXT_TEST_DATA_DIR:-$PWD/data/test}" \
   "$PY" manage.py makemigrations --check --dry-run

@@ -142,7 +142,9 @@ def report_dismiss(
 ) -> ReportDecision:
     """Dismiss the reports up to feedback id ``seen_through`` (what the reviewer saw); the
     item is recalled again. Raises ``ReportNotFound``, ``InvalidRequest`` (no reason, or
-    ``seen_through`` beyond the item's reports)."""
+    ``seen_through`` beyond the item's reports), ``ReportChanged`` (a standing dismissal already
+    covers every report up to ``seen_through``: someone dismissed them since the page was shown,
+    and this dismissal would change nothing)."""
     reason = _reason(reason)
     reported = _lock(scope_id, target)
     if not 0 < seen_through <= _newest_report(scope_id, target):
@@ -156,6 +158,10 @@ def report_dismiss(
                     }
                 ]
             }
+        )
+    if seen_through <= reported.counter.reports_after:
+        raise ReportChanged(
+            "These reports were dismissed since this page was shown; reload it and decide again."
         )
     return _record(reported, ReportDecision.Action.DISMISSED, reviewer, reason, through_feedback=seen_through)
 

@@ -7,7 +7,8 @@ stale or terminal candidate, or a target that moved on, renders the conflict pag
 current version, never a 500. Every POST redirects (POST/redirect/GET): on success to the next
 candidate, on a form error back to the page of the form, which shows the errors and the posted
 text once (they travel in the session), so a reload never resubmits. Claims ("Assign to me",
-``claims.py``) are advisory and never checked by the decision views.
+``claims.py``) are advisory and never checked by the decision views. Reported items
+(``reports.py``) are the Inbox's second kind of item: what agents reported wrong or outdated.
 """
 
 from review.views.candidate import (
@@ -21,6 +22,14 @@ from review.views.candidate import (
 from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.conflict import candidate_merge
 from review.views.listing import queue, queue_bulk
+from review.views.reports import (
+    reported_dismiss,
+    reported_item,
+    reported_list,
+    reported_retire,
+    reported_revise,
+    reported_undo,
+)
 from review.views.reversal import candidate_reopen, candidate_retire, candidate_revert
 from review.views.sharing import candidate_next, candidate_previous, candidate_viewing
 from review.views.undo import decisions_undo
@@ -44,4 +53,10 @@ __all__ = [
     "decisions_undo",
     "queue",
     "queue_bulk",
+    "reported_dismiss",
+    "reported_item",
+    "reported_list",
+    "reported_retire",
+    "reported_revise",
+    "reported_undo",
 ]

@@ -21,6 +21,7 @@ from review.selectors import bulk as bulk_selectors
 from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
+from review.selectors import reports as report_selectors
 from review.views.common import (
     can_review,
     candidate_url,
@@ -75,6 +76,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "page": page,
             "matching": matching,
             "counts": count_selectors.queue_counts(family_rows),
+            "reported": report_selectors.reported_count(),
             "count_word": filterset.status_value,
             "scopes": count_selectors.scope_suggestions(),
             "can_review": can_review(request),

@@ -83,7 +83,7 @@ SCOPED_OPERATIONS = sorted(op for op in OPERATIONS if "scope_id" in OPERATIONS[o
 
 
 def test_every_scoped_operation_is_covered() -> None:
-    assert len(SCOPED_OPERATIONS) == 28
+    assert len(SCOPED_OPERATIONS) == 29
 
 
 def _send(api: Any, op: str, scope_id: str) -> Any:
