@@ -132,8 +132,15 @@ def _active_citation(reported: Reported) -> memory_services.Citation:
     )
 
 
-def _experience_revision(reported: Reported) -> ArtifactRevision:
-    return ArtifactRevision.objects.select_related("head").get(pk=reported.counter.artifact_revision_id or 0)
+def _experience_revision(reported: Reported, state: str = Artifact.State.ACTIVE) -> ArtifactRevision:
+    """The reported Experience revision, which must still be its head's current revision with
+    the head in ``state``; ``ReportChanged`` otherwise."""
+    revision = ArtifactRevision.objects.select_related("head").get(
+        pk=reported.counter.artifact_revision_id or 0
+    )
+    if revision.head.current_revision != revision.revision or revision.head.state != state:
+        raise ReportChanged()
+    return revision
 
 
 @transaction.atomic(durable=True)
@@ -186,8 +193,6 @@ def report_retire(*, scope_id: str, target: str, reviewer: User, reason: str) ->
             memory_revision=mutation.revision,
         )
     revision = _experience_revision(reported)
-    if revision.head.current_revision != revision.revision or revision.head.state != Artifact.State.ACTIVE:
-        raise ReportChanged()
     artifact_retire_within(
         scope_id=scope_id,
         family=revision.family,
@@ -258,8 +263,6 @@ def report_propose_update(
     if reported.family != EXPERIENCE:
         raise InvalidRequest("Only an Experience gets an update proposed; revise a Memory entry instead.")
     revision = _experience_revision(reported)
-    if revision.head.current_revision != revision.revision or revision.head.state != Artifact.State.ACTIVE:
-        raise ReportChanged()
     ref = {"family": revision.family, "artifact_id": revision.artifact_id, "revision": revision.revision}
     candidate = candidate_propose_within(
         scope_id=scope_id,
@@ -290,17 +293,10 @@ def report_decision_undo(*, decision_id: int, reviewer: User) -> ReportDecision:
         raise ReportChanged("This decision was already taken back.")
     reported = _lock(decision.scope_id, decision.target)
     reason = f"Undo of the {decision.action} decision #{decision.pk}."
-    if decision.action == ReportDecision.Action.REVISED and decision.family == MEMORY:
-        _restore_memory(reported, decision, reason)
-    elif decision.action == ReportDecision.Action.RETIRED and decision.family == MEMORY:
-        _restore_memory(reported, decision, reason)
+    if decision.family == MEMORY and decision.action != ReportDecision.Action.DISMISSED:
+        _restore_memory(reported, decision, reason)  # a retire or a revise: the version back
     elif decision.action == ReportDecision.Action.RETIRED:
-        revision = _experience_revision(reported)
-        if (
-            revision.head.current_revision != revision.revision
-            or revision.head.state != Artifact.State.RETIRED
-        ):
-            raise ReportChanged()
+        revision = _experience_revision(reported, Artifact.State.RETIRED)
         artifact_revert_within(
             scope_id=decision.scope_id,
             family=revision.family,

@@ -367,8 +367,8 @@ def test_every_word_of_the_source_is_visible_in_the_page_or_flagged(parts: list[
     missing = words - shown
     flagged = " ".join(rendered.hidden)
     for word in missing:
-        if word.isdigit() and re.search(rf"(?m)^\s*{word}\.", text):
-            continue  # an ordered list's number: the browser draws it
+        if word.isdigit() and re.search(rf"(?m)^(?:\s*(?:[-*+>]|\d+\.)\s+)*\s*{word}\.", text):
+            continue  # an ordered list's number, nested in list items or quotes too: the browser draws it
         if re.search(r"(?m)^```", text) and re.search(rf"```\s*{word}\b", text):
             continue  # a fence's language: dropped with its class, harmless
         assert word in flagged, (text, word)
