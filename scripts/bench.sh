@@ -8,6 +8,10 @@
 # The HTTP section also serves the database without the model (POWERCONTEXT_EMBEDDINGS=false) on
 # BENCH_HTTP_PORT+1 to compare hybrid with full text alone, and times the first prepare of
 # BENCH_COLD_STARTS fresh one-worker gunicorns (default 3; 0 skips) on BENCH_HTTP_PORT+2.
+# Then bench_feedback against the same gunicorn (BENCH_SKIP_FEEDBACK=1 skips it): prepare with
+# 100,000 feedback rows vs none, and POST /v1/context/feedback at 8 clients. That gunicorn's
+# feedback rate limit is BENCH_FEEDBACK_RATE per token and minute (default 1000000: the limit's
+# count still runs, it never refuses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -20,6 +24,7 @@ export SECRET_KEY=${SECRET_KEY:-$("$PY" -c 'import secrets; print(secrets.token_
 BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-8765}
 BENCH_WORKERS=${BENCH_WORKERS:-2}
 BENCH_COLD_STARTS=${BENCH_COLD_STARTS:-3}
+BENCH_FEEDBACK_RATE=${BENCH_FEEDBACK_RATE:-1000000}
 FTS_PORT=$((BENCH_HTTP_PORT + 1))
 COLD_PORT=$((BENCH_HTTP_PORT + 2))
 mkdir -p bench-results data/bench
@@ -36,8 +41,8 @@ run_pass() {
     env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_queue --json "bench-results/${name}-review-queue.json"
   fi
   if [ "${BENCH_SKIP_HTTP:-0}" != "1" ]; then
-    env -u CELERY_BROKER_URL DATABASE_URL="$url" .venv/bin/gunicorn powercontext.wsgi \
-      -w "$BENCH_WORKERS" -b "127.0.0.1:${BENCH_HTTP_PORT}" --log-level warning &
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE="$BENCH_FEEDBACK_RATE" \
+      .venv/bin/gunicorn powercontext.wsgi -w "$BENCH_WORKERS" -b "127.0.0.1:${BENCH_HTTP_PORT}" --log-level warning &
     local server=$!
     env -u CELERY_BROKER_URL DATABASE_URL="$url" POWERCONTEXT_EMBEDDINGS=false .venv/bin/gunicorn powercontext.wsgi \
       -w "$BENCH_WORKERS" -b "127.0.0.1:${FTS_PORT}" --log-level warning &
@@ -48,6 +53,11 @@ run_pass() {
     env DATABASE_URL="$url" "$PY" manage.py bench_http --url "http://127.0.0.1:${BENCH_HTTP_PORT}" \
       --fts-url "http://127.0.0.1:${FTS_PORT}" --cold-starts "$BENCH_COLD_STARTS" --cold-port "$COLD_PORT" \
       --json "bench-results/${name}-http.json" || { kill "$server" "$fts_server"; exit 1; }
+    if [ "${BENCH_SKIP_FEEDBACK:-0}" != "1" ]; then
+      env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_feedback \
+        --url "http://127.0.0.1:${BENCH_HTTP_PORT}" --json "bench-results/${name}-feedback.json" \
+        || { kill "$server" "$fts_server"; exit 1; }
+    fi
     kill "$server" "$fts_server"; wait "$server" "$fts_server" 2>/dev/null || true
     trap - EXIT
   fi

@@ -106,12 +106,18 @@ def read_related(name: str) -> list[tuple[int, str]]:
     return pairs
 
 
-def memory_item_entry_ids(content: str | None) -> list[str]:
-    """The entry id of each Memory item of a prepared context's ``content``, in order."""
+def memory_item_citations(content: str | None) -> list[dict[str, Any]]:
+    """The citation of each Memory item of a prepared context's ``content``, in pack order
+    (exactly as prepare rendered it: what an agent sends back with its feedback)."""
     if content is None:
         return []
     envelope = json.loads(content[len(CONTENT_PREFIX) : -len(CONTENT_SUFFIX)])
-    return [item["citation"]["entry_id"] for item in envelope["items"] if "memory_ref" in item["citation"]]
+    return [item["citation"] for item in envelope["items"] if "memory_ref" in item["citation"]]
+
+
+def memory_item_entry_ids(content: str | None) -> list[str]:
+    """The entry id of each Memory item of a prepared context's ``content``, in order."""
+    return [citation["entry_id"] for citation in memory_item_citations(content)]
 
 
 @dataclass

@@ -223,7 +223,28 @@ def _active_entry_id(scope_id: str, text: str) -> str:
     )
 
 
-def _wait_for_vectors(scope_id: str) -> None:
+def evidence_entries(question: Question, entries: dict[str, str]) -> set[str]:
+    """The entry ids of the question's evidence turns (``entries``: turn id -> entry id)."""
+    return {entries[turn_id] for turn_id in question.evidence if turn_id in entries}
+
+
+def pack_figures(
+    question: Question, entries: dict[str, str], items: list[str], content_bytes: int
+) -> tuple[float, int, int, int]:
+    """What one pack scores for ``question`` (``items``: its Memory items' entry ids, in order):
+    evidence recall, Memory items, items citing an evidence turn, content bytes (``Score.add``)."""
+    cited = set(items)
+    evidence = evidence_entries(question, entries)
+    found = sum(1 for turn_id in question.evidence if entries.get(turn_id) in cited)
+    return (
+        found / len(question.evidence),
+        len(items),
+        sum(1 for entry in items if entry in evidence),
+        content_bytes,
+    )
+
+
+def wait_for_vectors(scope_id: str) -> None:
     if embedding.embedder() is not None and not pending.wait_until_embedded(scope_id, EMBED_TIMEOUT):
         raise RuntimeError("the embedder did not catch up within the timeout")
 
@@ -248,7 +269,7 @@ def evaluate(
         entries = remember_conversation(scope_id, conversation.turns)
         seeded = time.perf_counter()
         # Measure the finished index: with embedding after commit, wait for the embedder.
-        _wait_for_vectors(scope_id)
+        wait_for_vectors(scope_id)
         report.seed_seconds += seeded - started
         report.embed_wait_seconds += time.perf_counter() - seeded
         report.conversations += 1
@@ -261,16 +282,8 @@ def evaluate(
             )
             report.prepare_ms.append((time.perf_counter() - started) * 1000)
             report.content_bytes.append(prepared.content_bytes)
-            items = memory_item_entry_ids(prepared.content)
-            cited = set(items)
-            evidence = {entries[turn_id] for turn_id in question.evidence if turn_id in entries}
-            found = sum(1 for turn_id in question.evidence if entries.get(turn_id) in cited)
-            recall = found / len(question.evidence)
-            figures = (
-                recall,
-                len(items),
-                sum(1 for entry in items if entry in evidence),
-                prepared.content_bytes,
+            figures = pack_figures(
+                question, entries, memory_item_entry_ids(prepared.content), prepared.content_bytes
             )
             report.overall.add(*figures)
             report.by_category[question.category].add(*figures)
@@ -280,7 +293,7 @@ def evaluate(
             )
     if negatives:
         report.negatives, report.related = note_sets.evaluate_note_sets(
-            application, run=run, chat_scopes=chat_scopes, caught_up=_wait_for_vectors
+            application, run=run, chat_scopes=chat_scopes, caught_up=wait_for_vectors
         )
     return report
 

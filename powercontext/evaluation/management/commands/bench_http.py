@@ -19,7 +19,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -29,6 +28,7 @@ import httpx
 from django.core.management.base import BaseCommand, CommandParser
 
 from powercontext.evaluation.bench.common import SCOPE, Corpus, compare, interleaved, load_average, percentile
+from powercontext.evaluation.bench.http import prepare_throughput
 
 
 class Command(BaseCommand):
@@ -72,7 +72,7 @@ class Command(BaseCommand):
             "prepare_p95_ms": round(percentile(prepare, 0.95), 3),
             "prepare_vs_live_p50": round(statistics.median(prepare) / statistics.median(live), 2),
         }
-        results.update(self._throughput(url, queries, options["clients"], options["seconds"]))
+        results.update(prepare_throughput(url, queries, options["clients"], options["seconds"]))
         results.update(self._mcp_vs_rest(url, queries, samples))
         results["load_average_start"] = load_start
         results["load_average_end"] = load_average()
@@ -225,7 +225,7 @@ class Command(BaseCommand):
         for _ in range(rounds):
             for name, target in (("hybrid", url), ("fts", fts_url)):
                 batch = queries or [corpus.query() for _ in range(int(1000 * seconds) + 100)]
-                run = self._throughput(target, batch, clients, seconds)
+                run = prepare_throughput(target, batch, clients, seconds)
                 totals[name][0] += run["throughput_requests"]
                 totals[name][1] += run["throughput_seconds"]
                 totals[name][2] += run["throughput_errors"]
@@ -292,40 +292,4 @@ class Command(BaseCommand):
             "second_prepare_ms": [round(v, 1) for v in second],
             "start_to_live_ms": [round(v) for v in ready],
             "load_average": load_average(),
-        }
-
-    @staticmethod
-    def _throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:
-        deadline = time.perf_counter() + seconds
-        counts = [0] * clients
-        errors = [0] * clients
-        barrier = threading.Barrier(clients)
-
-        def run(index: int) -> None:
-            with httpx.Client(base_url=url, timeout=30) as client:
-                barrier.wait()
-                i = index
-                while time.perf_counter() < deadline:
-                    response = client.post(
-                        "/v1/context/prepare", json={"scope_id": SCOPE, "query": queries[i % len(queries)]}
-                    )
-                    if response.status_code == 200:
-                        counts[index] += 1
-                    else:
-                        errors[index] += 1
-                    i += clients
-
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
-        started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.perf_counter() - started
-        return {
-            "throughput_clients": clients,
-            "throughput_requests": sum(counts),
-            "throughput_errors": sum(errors),
-            "throughput_rps": round(sum(counts) / elapsed, 1),
-            "throughput_seconds": round(elapsed, 3),
         }

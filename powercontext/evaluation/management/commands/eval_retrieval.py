@@ -1,8 +1,11 @@
 """Evaluate what prepare gives agents on LoCoMo-shaped conversations (evidence recall in packs).
 
-The protocol is in ``powercontext.evaluation.retrieval_eval``. Run it against a throwaway
-database (e.g. ``POWERCONTEXT_DATA_DIR=/tmp/eval``): the scopes it writes are fresh per run and
-are left in place.
+The protocol is in ``powercontext.evaluation.retrieval_eval``; with ``--feedback`` (or
+``--feedback-caps``) the command runs the feedback replay instead (``feedback_eval``: agents
+report ``used`` and ``wrong`` after each prepare; the later half of each conversation scored
+with the use prior off and on). Run it against a throwaway database (e.g.
+``POWERCONTEXT_DATA_DIR=/tmp/eval``): the scopes it writes are fresh per run and are left in
+place.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from powercontext.evaluation import retrieval_eval
+from powercontext.evaluation import feedback_eval, retrieval_eval
 
 
 class Command(BaseCommand):
@@ -31,6 +34,30 @@ class Command(BaseCommand):
             action="store_true",
             help="also ask the negative prompt sets (powercontext/evaluation/data) and report empty rates",
         )
+        parser.add_argument(
+            "--feedback",
+            action="store_true",
+            help="replay the conversations with agents' feedback, prior off vs the configured cap"
+            " (later half of each conversation scored)",
+        )
+        parser.add_argument(
+            "--feedback-caps",
+            help="with --feedback (implied): comma-separated prior caps to replay, e.g. 0,0.05,0.1,0.2"
+            " (0, the prior off, is always replayed as the baseline)",
+        )
+        parser.add_argument(
+            "--feedback-order",
+            choices=feedback_eval.ORDERS,
+            default=feedback_eval.ORDER_INTERLEAVED,
+            help="with --feedback: ask each conversation's questions with the categories spread evenly"
+            " (interleaved, the default) or as the file lists them (file: by category, in blocks)",
+        )
+        parser.add_argument(
+            "--feedback-wrong-every",
+            type=int,
+            default=feedback_eval.WRONG_EVERY,
+            help="with --feedback: report one cited non-evidence item wrong in every N-th pack (0: never)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["locomo"])
@@ -39,6 +66,9 @@ class Command(BaseCommand):
             conversations = retrieval_eval.parse_conversations(data)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CommandError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+        if options["feedback"] or options["feedback_caps"]:
+            self._feedback(conversations, options)
+            return
         report = retrieval_eval.evaluate(
             conversations,
             run_id=options["run_id"],
@@ -47,5 +77,31 @@ class Command(BaseCommand):
         )
         summary = report.as_dict()
         self.stdout.write(retrieval_eval.render_table(summary))
+        if options["json_path"]:
+            Path(options["json_path"]).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+
+    def _feedback(self, conversations: list[retrieval_eval.Conversation], options: dict[str, Any]) -> None:
+        if options["negatives"]:
+            raise CommandError("--negatives does not combine with --feedback")
+        if options["feedback_wrong_every"] < 0:
+            raise CommandError("--feedback-wrong-every: 0 (never) or a number of packs")
+        try:
+            caps = (
+                feedback_eval.parse_caps(options["feedback_caps"])
+                if options["feedback_caps"]
+                else feedback_eval.default_caps()
+            )
+        except ValueError as exc:
+            raise CommandError(f"--feedback-caps: {exc}") from exc
+        report = feedback_eval.replay(
+            conversations,
+            caps=caps,
+            order=options["feedback_order"],
+            wrong_every=options["feedback_wrong_every"],
+            run_id=options["run_id"],
+            progress=lambda line: self.stderr.write(line),
+        )
+        summary = report.as_dict()
+        self.stdout.write(feedback_eval.render_table(summary))
         if options["json_path"]:
             Path(options["json_path"]).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
