@@ -32,7 +32,7 @@ Time is simulated: question ``i`` of a conversation of ``n`` questions is asked 
 ``end - (n - 1 - i)`` days, ``end`` being the moment the replay started, so the last question
 is asked "now" and each earlier one a day before the next. The reports are recorded at that
 moment (``feedback_record(now=...)``) and the prior reads that same moment as its clock
-(``simulated_clock``), so a use made on question ``j`` is ``i - j`` days old when question
+(``PrepareRequest.now``), so a use made on question ``j`` is ``i - j`` days old when question
 ``i`` is prepared, as it would be in a real scope where one question is asked a day.
 
 Scored: the later half of each conversation's questions (from question ``n // 2`` on, 0-based),
@@ -45,12 +45,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from unittest import mock
 
 from django.conf import settings
 from django.test import override_settings
@@ -61,7 +59,6 @@ from powercontext.evaluation.note_sets import memory_item_citations
 from powercontext.evaluation.retrieval_eval import CATEGORIES, MAX_BYTES, Conversation, Question, Score
 from powercontext.feedback.models import Outcome
 from powercontext.feedback.services import FeedbackItem, feedback_record
-from powercontext.prepare import selection
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 
 WRONG_EVERY = 10  # by default, a wrong report in every tenth pack
@@ -88,27 +85,6 @@ def parse_caps(text: str) -> list[float]:
 def default_caps() -> list[float]:
     """The prior off and the configured cap."""
     return parse_caps(str(settings.POWERCONTEXT_FEEDBACK_PRIOR_CAP))
-
-
-class _FixedClock:
-    """Stands in for ``django.utils.timezone`` in the prepare selection: ``now()`` is ``at``."""
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def now(self) -> datetime:
-        return self.at
-
-
-@contextmanager
-def simulated_clock(at: datetime) -> Iterator[None]:
-    """Prepare's prior reads ``at`` as the present (the recency of uses is measured from it).
-
-    Only the selection's clock is replaced (``selection.weigh`` reads ``timezone.now()``), not
-    Django's: nothing else in the process sees the simulated day. Prepare takes no clock from
-    its caller yet; when it does, pass ``at`` instead."""
-    with mock.patch.object(selection, "timezone", _FixedClock(at)):
-        yield
 
 
 @dataclass
@@ -283,12 +259,9 @@ def _replay_conversation(
     for index, question in enumerate(questions):
         day = end - timedelta(days=count - 1 - index)
         for scope_id, turn_entries, cap_replay in zip(scopes, entries, replays, strict=True):
-            with (
-                override_settings(POWERCONTEXT_FEEDBACK_PRIOR_CAP=cap_replay.cap),
-                simulated_clock(day),
-            ):
+            with override_settings(POWERCONTEXT_FEEDBACK_PRIOR_CAP=cap_replay.cap):
                 prepared = application.prepare(
-                    PrepareRequest(scope_id=scope_id, query=question.question, max_bytes=MAX_BYTES)
+                    PrepareRequest(scope_id=scope_id, query=question.question, max_bytes=MAX_BYTES, now=day)
                 )
             cap_replay.packs += 1
             citations = memory_item_citations(prepared.content)

@@ -8,13 +8,15 @@ Pure module: standard library only; the caller passes the counters, the policy a
   prepare until a person decides. An Experience is never held: a reviewer approved it, and
   agents alone cannot bury that.
 - **Prior.** Among hits that already passed the relevance floor, a hit's score is multiplied by
-  ``1 + prior`` with ``-cap <= prior <= cap``. Use raises it: ``log(1 + uses)`` relative to
-  ``saturation_uses``, halved every ``half_life_days`` since the last use. A Memory entry that
-  fewer reporters than the hold threshold reported is lowered by ``cap * reporters /
-  hold_reporters`` (usage alone is not value). So a hit can pass another only when its score is
-  at least ``(1 - cap) / (1 + cap)`` of the other's (0.82 at the default cap of 0.10): a clearly
-  better match is never reordered, and the prior never admits what the floor rejected, since
-  it only reorders hits the floor kept.
+  ``1 + prior`` with ``0 <= prior <= cap``. Use raises it: ``log(1 + uses)`` relative to
+  ``saturation_uses``, halved every ``half_life_days`` since the last use. Usage alone is not
+  value: a Memory entry with an open report of ``wrong`` or ``outdated`` (fewer reporters than
+  the hold) gets no prior however often it was used; it is not pushed below its search rank
+  either (a single report may be mistaken: a person decides, and the replay evaluation lost a
+  question when one report lowered a true entry). So a hit can pass another only when its
+  score is at least ``1 / (1 + cap)`` of the other's (0.91 at a cap of 0.10): a clearly better
+  match is never reordered, and the prior never admits what the floor rejected, since it only
+  reorders hits the floor kept.
 """
 
 from __future__ import annotations
@@ -70,35 +72,34 @@ class PriorPolicy:
         return family == MEMORY and self.hold_reporters > 0 and usage.reporters >= self.hold_reporters
 
     def prior(self, usage: Usage, family: str, now: float) -> float:
-        """The hit's prior in ``[-cap, cap]`` (0 for an item nobody used or reported)."""
-        if self.cap <= 0:
+        """The hit's prior in ``[0, cap]`` (0 for an item nobody used, and for a Memory entry
+        with an open report)."""
+        if self.cap <= 0 or usage.uses <= 0 or (family == MEMORY and usage.reporters > 0):
             return 0.0
-        use = 0.0
-        if usage.uses > 0:
-            strength = min(1.0, math.log1p(usage.uses) / math.log1p(max(1, self.saturation_uses)))
-            age_days = 0.0
-            if usage.last_used_at is not None:
-                age_days = max(0.0, (now - usage.last_used_at) / SECONDS_PER_DAY)
-            recency = 0.5 ** (age_days / self.half_life_days) if self.half_life_days > 0 else 1.0
-            use = strength * recency
-        report = 0.0
-        if family == MEMORY and usage.reporters > 0:
-            report = min(1.0, usage.reporters / max(1, self.hold_reporters))
-        return max(-self.cap, min(self.cap, self.cap * (use - report)))
+        strength = min(1.0, math.log1p(usage.uses) / math.log1p(max(1, self.saturation_uses)))
+        age_days = 0.0
+        if usage.last_used_at is not None:
+            age_days = max(0.0, (now - usage.last_used_at) / SECONDS_PER_DAY)
+        recency = 0.5 ** (age_days / self.half_life_days) if self.half_life_days > 0 else 1.0
+        return min(self.cap, self.cap * strength * recency)
+
+
+def order(scores: Sequence[float], priors: Mapping[int, float]) -> list[int]:
+    """The indexes of hits with ``scores`` (in search order) ordered by ``score * (1 + prior)``,
+    best first; ``priors`` maps an index to its prior (absent: 0). A hit's score is first taken as
+    at most the score of every hit before it (search order is the ranking, whatever its scores
+    say), so hits without a prior always keep their search order among themselves, and with no
+    prior nothing moves. Equal adjusted scores keep search order."""
+    if not any(priors.values()):
+        return list(range(len(scores)))
+    adjusted: list[float] = []
+    ceiling = math.inf
+    for index, value in enumerate(scores):
+        ceiling = min(ceiling, value)
+        adjusted.append(ceiling * (1.0 + priors.get(index, 0.0)))
+    return sorted(range(len(scores)), key=lambda index: (-adjusted[index], index))
 
 
 def rank(hits: Sequence[Hit], score: Callable[[Hit], float], priors: Mapping[int, float]) -> list[Hit]:
-    """``hits`` ordered by ``score * (1 + prior)``, best first; ``priors`` maps an index of
-    ``hits`` to its prior (absent: 0). A hit's score is first taken as at most the score of every
-    hit before it (search order is the ranking, whatever its scores say), so hits without a prior
-    always keep their search order among themselves, and with no prior nothing moves. Equal
-    adjusted scores keep search order."""
-    if not any(priors.values()):
-        return list(hits)
-    adjusted: list[float] = []
-    ceiling = math.inf
-    for index, hit in enumerate(hits):
-        ceiling = min(ceiling, score(hit))
-        adjusted.append(ceiling * (1.0 + priors.get(index, 0.0)))
-    order = sorted(range(len(hits)), key=lambda index: (-adjusted[index], index))
-    return [hits[index] for index in order]
+    """``hits`` in the order ``order`` gives them."""
+    return [hits[index] for index in order([score(hit) for hit in hits], priors)]

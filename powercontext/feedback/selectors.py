@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import connection
-from django.utils.dateparse import parse_datetime
 
 from powercontext.feedback.models import FeedbackCounter
 from powercontext.feedback.prior import PriorPolicy, Usage
@@ -23,22 +21,15 @@ def policy() -> PriorPolicy:
     )
 
 
-def _seconds(value: datetime | str | None) -> float | None:
-    """A timestamp column read by a raw cursor, as epoch seconds (SQLite's are naive UTC)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        parsed = parse_datetime(value)
-        if parsed is None:
-            return None
-        value = parsed
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
-
-
 _COUNTERS = FeedbackCounter._meta.db_table
-_COLUMNS = "target, uses, last_used_at, reporters, wrong_reporters, outdated_reporters, last_reported_at"
+
+
+def _epoch(column: str) -> str:
+    """SQL for a timestamp column as seconds since the epoch (a float), so the prepare path
+    parses no datetime per row (SQLite stores them as UTC text)."""
+    if connection.vendor == "postgresql":
+        return f"EXTRACT(EPOCH FROM {column})::float8"
+    return f"(julianday({column}) - 2440587.5) * 86400.0"
 
 
 def usage_for(scope_id: str, targets: Iterable[str]) -> dict[str, Usage]:
@@ -49,18 +40,22 @@ def usage_for(scope_id: str, targets: Iterable[str]) -> dict[str, Usage]:
     if not wanted:
         return {}
     placeholders = ", ".join(["%s"] * len(wanted))
-    sql = f"SELECT {_COLUMNS} FROM {_COUNTERS} WHERE scope_id = %s AND target IN ({placeholders})"
+    columns = (
+        f"target, uses, {_epoch('last_used_at')}, reporters, wrong_reporters, outdated_reporters, "
+        f"{_epoch('last_reported_at')}"
+    )
+    sql = f"SELECT {columns} FROM {_COUNTERS} WHERE scope_id = %s AND target IN ({placeholders})"
     with connection.cursor() as cursor:
         cursor.execute(sql, [scope_id, *wanted])
         rows = cursor.fetchall()
     return {
         target: Usage(
             uses=int(uses),
-            last_used_at=_seconds(last_used_at),
+            last_used_at=last_used_at,
             reporters=int(reporters),
             wrong_reporters=int(wrong),
             outdated_reporters=int(outdated),
-            last_reported_at=_seconds(last_reported_at),
+            last_reported_at=last_reported_at,
         )
         for target, uses, last_used_at, reporters, wrong, outdated, last_reported_at in rows
     }

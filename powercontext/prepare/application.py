@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from powercontext import search
 from powercontext.core.exceptions import InvariantFailure
@@ -38,6 +39,9 @@ class PrepareRequest:
     scope_id: str
     query: str
     max_bytes: int = 8000
+    # The feedback prior's clock (None: now). The API never sets it; the replay evaluation of
+    # the prior asks its questions on simulated days.
+    now: datetime | None = None
 
 
 class ScopedContextApplication:
@@ -58,6 +62,7 @@ class ScopedContextApplication:
             query=request.query,
             memory_limit=MEMORY_CANDIDATE_WINDOW,
             experience_limit=EXPERIENCE_CANDIDATE_WINDOW,
+            now=request.now,
         )
         try:
             built = self.builder.build(

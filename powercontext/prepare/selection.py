@@ -19,6 +19,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypeVar
 
 from django.utils import timezone
@@ -95,20 +96,20 @@ def feedback_target(hit: MemoryHit | ExperienceHit) -> str:
 def select(
     source: str,
     hits: Sequence[Hit],
+    admitted: Sequence[bool],
     limit: int,
-    floors: relevance.QueryFloor,
     held: frozenset[str] = frozenset(),
 ) -> tuple[list[Hit], list[Decision]]:
-    """The first ``limit`` hits at or above their relevance floor (``floors.for_texts``), not
-    held (``held``: feedback targets) and not near-identical to an earlier kept one, in the
+    """The first ``limit`` hits the relevance floor admitted (``admitted``, one flag per hit),
+    not held (``held``: feedback targets) and not near-identical to an earlier kept one, in the
     order given, and the others as decisions ranked after the kept ones in that order: skips
     (``below_relevance_floor``, ``held_by_reports``, ``window``) and ``near_identical``
     duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
     kept: list[Hit] = []
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
     dropped: list[tuple[Hit, str, int | None]] = []
-    for hit in hits:
-        if not floors.for_texts(_texts(hit)).admits(hit.similarity, hit.lexical_share):
+    for hit, relevant in zip(hits, admitted, strict=True):
+        if not relevant:
             dropped.append((hit, BELOW_RELEVANCE_FLOOR, None))
         elif held and feedback_target(hit) in held:
             dropped.append((hit, HELD_BY_REPORTS, None))
@@ -131,8 +132,13 @@ def select(
     return kept, decisions
 
 
+def admits(hits: Sequence[Hit], floors: relevance.QueryFloor) -> list[bool]:
+    """Whether the relevance floor for this query (``floors.for_texts``) admits each hit."""
+    return [floors.for_texts(_texts(hit)).admits(hit.similarity, hit.lexical_share) for hit in hits]
+
+
 def context_candidates(
-    *, scope_id: str, query: str, memory_limit: int, experience_limit: int
+    *, scope_id: str, query: str, memory_limit: int, experience_limit: int, now: datetime | None = None
 ) -> ContextCandidates:
     """Ranked Memory hits of the scope's current head (all citing one head revision) and ranked
     approved, current Experience heads, each at or above the relevance floor.
@@ -144,7 +150,9 @@ def context_candidates(
     statement). Every candidate then gets its raw similarity and lexical share and the floor
     for this query decides (``relevance.query_floor``: stricter on similarity when the query and
     the candidate are both in another language than English); the builder sees the same
-    dataclasses either way.
+    dataclasses either way. Only the admitted hits' feedback counters are read: they alone can
+    be held or weighed (``now``: the prior's clock, default the current time; the replay
+    evaluation passes simulated days).
     """
     hybrid = search.best_mode(query) == "hybrid"
     find = vectors.ranked_context if hybrid else search.search_context
@@ -157,19 +165,27 @@ def context_candidates(
     memory_found = relevance.annotate_memory(scope_id, query, memory_found)
     experience_found = relevance.annotate_experience(scope_id, query, experience_found)
     floors = relevance.query_floor(query)
-    targets = [feedback_target(hit) for hit in memory_found]
-    targets.extend(feedback_target(hit) for hit in experience_found)
+    memory_admitted = admits(memory_found, floors)
+    experience_admitted = admits(experience_found, floors)
+    targets = [feedback_target(hit) for hit, ok in zip(memory_found, memory_admitted, strict=True) if ok]
+    targets.extend(
+        feedback_target(hit) for hit, ok in zip(experience_found, experience_admitted, strict=True) if ok
+    )
     usage = feedback_selectors.usage_for(scope_id, targets)
-    policy = feedback_selectors.policy()
     priors: dict[str, float] = {}
     held: frozenset[str] = frozenset()
     if usage:
-        memory_found, memory_priors, held = weigh(MEMORY_FAMILY, memory_found, usage, policy)
-        experience_found, experience_priors, _ = weigh(EXPERIENCE_FAMILY, experience_found, usage, policy)
-        priors = {**memory_priors, **experience_priors}
-    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_limit, floors, held)
+        policy = feedback_selectors.policy()
+        clock = (now or timezone.now()).timestamp()
+        memory_found, memory_admitted, held = weigh(
+            MEMORY_FAMILY, memory_found, memory_admitted, usage, policy, clock, priors
+        )
+        experience_found, experience_admitted, _ = weigh(
+            EXPERIENCE_FAMILY, experience_found, experience_admitted, usage, policy, clock, priors
+        )
+    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_admitted, memory_limit, held)
     experience_hits, experience_dropped = select(
-        EXPERIENCE_FAMILY, experience_found, experience_limit, floors
+        EXPERIENCE_FAMILY, experience_found, experience_admitted, experience_limit
     )
     return ContextCandidates(
         memory_ref=memory_hits[0].memory_ref if memory_hits else None,
@@ -182,22 +198,28 @@ def context_candidates(
 
 
 def weigh(
-    family: str, hits: Sequence[Hit], usage: dict[str, Usage], policy: PriorPolicy
-) -> tuple[list[Hit], dict[str, float], frozenset[str]]:
-    """``hits`` reordered by the use prior (``feedback.prior.rank``), each hit's prior by its
-    target, and the targets held out by reports. Order changes only where a prior is not 0."""
-    now = timezone.now().timestamp()
-    priors: dict[str, float] = {}
+    family: str,
+    hits: Sequence[Hit],
+    admitted: Sequence[bool],
+    usage: dict[str, Usage],
+    policy: PriorPolicy,
+    now: float,
+    priors: dict[str, float],
+) -> tuple[list[Hit], list[bool], frozenset[str]]:
+    """``hits`` (and their floor flags) reordered by the use prior (``feedback.prior.order``),
+    and the targets held out by reports; each weighed hit's prior is added to ``priors``. Order
+    changes only where a prior is not 0."""
     by_index: dict[int, float] = {}
     held = set()
     for index, hit in enumerate(hits):
-        target = feedback_target(hit)
-        counters = usage.get(target)
+        counters = usage.get(feedback_target(hit)) if admitted[index] else None
         if counters is None:
             continue
+        target = feedback_target(hit)
         if policy.held(counters, family):
             held.add(target)
         value = policy.prior(counters, family, now)
         priors[target] = value
         by_index[index] = value
-    return feedback_prior.rank(hits, lambda hit: hit.score, by_index), priors, frozenset(held)
+    ordered = feedback_prior.order([hit.score for hit in hits], by_index)
+    return [hits[i] for i in ordered], [admitted[i] for i in ordered], frozenset(held)

@@ -28,9 +28,9 @@ def test_nobody_used_or_reported_gets_no_prior() -> None:
 
 
 @given(usages, st.sampled_from(["memory", "experience"]), st.floats(0, 1))
-def test_the_prior_stays_within_the_cap(usage: Usage, family: str, cap: float) -> None:
+def test_the_prior_stays_within_the_cap_and_never_lowers_a_hit(usage: Usage, family: str, cap: float) -> None:
     value = PriorPolicy(cap=cap).prior(usage, family, NOW)
-    assert -cap <= value <= cap
+    assert 0 <= value <= cap
 
 
 def test_use_raises_it_to_the_cap_at_saturation_and_recency_halves_it() -> None:
@@ -41,11 +41,11 @@ def test_use_raises_it_to_the_cap_at_saturation_and_recency_halves_it() -> None:
     assert POLICY.prior(month_old, "memory", NOW) == pytest.approx(0.05)
 
 
-def test_reports_lower_memory_but_never_an_experience() -> None:
+def test_an_open_report_cancels_the_use_of_memory_but_not_of_an_experience() -> None:
     reported = Usage(uses=8, last_used_at=NOW, reporters=1)
-    assert POLICY.prior(reported, "memory", NOW) == pytest.approx(0.10 * (1 - 0.5))
-    assert POLICY.prior(Usage(reporters=1), "memory", NOW) == pytest.approx(-0.05)
-    assert POLICY.prior(Usage(reporters=1), "experience", NOW) == 0.0
+    assert POLICY.prior(reported, "memory", NOW) == 0.0
+    assert POLICY.prior(Usage(reporters=1), "memory", NOW) == 0.0
+    assert POLICY.prior(reported, "experience", NOW) == pytest.approx(0.10)
 
 
 def test_only_memory_reported_by_enough_reporters_is_held() -> None:
@@ -68,7 +68,7 @@ def test_rank_moves_only_hits_with_a_prior_and_never_past_a_clearly_better_one(
 ) -> None:
     hits = list(enumerate(sorted(values, reverse=True)))  # (search rank, score)
     priors = data.draw(
-        st.dictionaries(st.integers(0, len(hits) - 1), st.floats(-0.10, 0.10, allow_nan=False), max_size=5)
+        st.dictionaries(st.integers(0, len(hits) - 1), st.floats(0.0, 0.10, allow_nan=False), max_size=5)
     )
     ranked = rank(hits, lambda hit: hit[1], priors)
     assert sorted(ranked) == hits  # a permutation
@@ -77,7 +77,7 @@ def test_rank_moves_only_hits_with_a_prior_and_never_past_a_clearly_better_one(
     position = {hit: i for i, hit in enumerate(ranked)}
     for better in hits:
         for worse in hits:
-            if better[1] > worse[1] * (1.10 / 0.90) + 1e-12:
+            if better[1] > worse[1] * 1.10 + 1e-12:
                 assert position[better] < position[worse]
 
 

@@ -162,7 +162,7 @@ def test_negatives_do_not_combine_with_the_replay(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db
-def test_the_prior_reads_the_simulated_day(api: Any) -> None:
+def test_the_prior_reads_the_day_it_is_given(api: Any) -> None:
     api.remember("clock", "The staging database listens on port 6543.")
     query = "which port does the staging database listen on?"
     response = api.post("/v1/context/prepare", {"scope_id": "clock", "query": query})
@@ -178,20 +178,11 @@ def test_the_prior_reads_the_simulated_day(api: Any) -> None:
             )
 
     def prior_at(at: datetime) -> float:
-        with feedback_eval.simulated_clock(at):
-            found = selection.context_candidates(
-                scope_id="clock", query=query, memory_limit=8, experience_limit=2
-            )
+        found = selection.context_candidates(
+            scope_id="clock", query=query, memory_limit=8, experience_limit=2, now=at
+        )
         return found.priors[f"m:{citation['entry_version_id']}"]
 
     assert prior_at(used_at) == pytest.approx(0.10)
     assert prior_at(used_at + timedelta(days=30)) == pytest.approx(0.05)
     assert 0 < prior_at(timezone.now()) < 0.02  # 90 days after the last use
-
-
-def test_nothing_but_the_prior_sees_the_simulated_day() -> None:
-    real = timezone.now()
-    with feedback_eval.simulated_clock(real - timedelta(days=365)):
-        assert selection.timezone.now() == real - timedelta(days=365)
-        assert timezone.now() >= real
-    assert selection.timezone.now() >= real

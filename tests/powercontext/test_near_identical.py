@@ -13,7 +13,7 @@ from powercontext.core.hits import ArtifactRef, MemoryHit
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.explain_selectors import prepare_explain
-from powercontext.prepare.selection import context_candidates, select, wording
+from powercontext.prepare.selection import admits, context_candidates, select, wording
 from powercontext.search import relevance
 from tests.review.factories import make_approved
 
@@ -51,7 +51,7 @@ def test_a_near_identical_hit_gives_its_slot_to_the_next_one(settings: Any) -> N
         hit("Backups are restored weekly.", 7),
     ]
 
-    kept, decisions = select("memory", hits, 4, relevance.query_floor("ruff"))
+    kept, decisions = select("memory", hits, admits(hits, relevance.query_floor("ruff")), 4)
 
     assert [h.entry_id for h in kept] == ["e1", "e3", "e4", "e6"]
     assert [(d.rank, d.hit.entry_id, d.decision, d.reason, d.duplicate_of) for d in decisions] == [
