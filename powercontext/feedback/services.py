@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
@@ -232,28 +232,54 @@ COUNTER_FIELDS = (
 )
 
 
+_C = FeedbackCounter._meta.db_table
+_F = Feedback._meta.db_table
+_D = ReportDecision._meta.db_table
+_SAME_ITEM = f"f.scope_id = {_C}.scope_id AND f.target = {_C}.target"
+# The newest feedback id the item's standing (not undone) dismissals covered; 0: none.
+_DISMISSED = (
+    f"COALESCE((SELECT MAX(d.through_feedback) FROM {_D} d WHERE d.scope_id = {_C}.scope_id "
+    f"AND d.target = {_C}.target AND d.action = '{ReportDecision.Action.DISMISSED.value}' "
+    f"AND NOT EXISTS (SELECT 1 FROM {_D} u WHERE u.undoes_id = d.id)), 0)"
+)
+_USED = f"f.outcome = '{Outcome.USED.value}'"
+_OPEN = f"f.id > {_DISMISSED}"
+_WRONG = f"f.outcome = '{Outcome.WRONG.value}' AND {_OPEN}"
+_OUTDATED = f"f.outcome = '{Outcome.OUTDATED.value}' AND {_OPEN}"
+_REPORTED = f"f.outcome IN ('{Outcome.WRONG.value}', '{Outcome.OUTDATED.value}') AND {_OPEN}"
+
+
+def _of_item(aggregate: str, condition: str) -> str:
+    return f"(SELECT {aggregate} FROM {_F} f WHERE {_SAME_ITEM} AND {condition})"
+
+
+# One statement recomputes every counter of the listed items from the log (the same figures as
+# ``expected_counters``, which ``counters_verify`` compares them with): the ORM's bulk update and
+# aggregate cost five times the statements themselves on the feedback write.
+_REFRESH = (
+    f"UPDATE {_C} SET "
+    f"uses = {_of_item('COUNT(*)', _USED)}, "
+    f"last_used_at = {_of_item('MAX(f.created_at)', _USED)}, "
+    f"reports_after = {_DISMISSED}, "
+    f"reporters = {_of_item('COUNT(DISTINCT f.reporter)', _REPORTED)}, "
+    f"wrong_reporters = {_of_item('COUNT(DISTINCT f.reporter)', _WRONG)}, "
+    f"outdated_reporters = {_of_item('COUNT(DISTINCT f.reporter)', _OUTDATED)}, "
+    f"last_reported_at = {_of_item('MAX(f.created_at)', _REPORTED)} "
+    f"WHERE scope_id = %s AND target IN "
+)
+
+
 def counters_refresh_within(scope_id: str, targets: Sequence[str]) -> int:
     """Recompute the counters of ``targets`` from the log, inside the caller's transaction
-    (which holds their counter rows locked: ``_lock_counters``). Returns the rows changed."""
+    (which holds their counter rows locked: ``_lock_counters``). One statement; returns the
+    counter rows it rewrote."""
     require_transaction("counters_refresh_within")
     if not targets:
         return 0
-    expected = expected_counters(scope_id, targets)
-    counters = list(FeedbackCounter.objects.filter(scope_id=scope_id, target__in=list(targets)))
-    changed = []
-    for counter in counters:
-        figures = expected.get(counter.target)
-        values = {name: (figures[name] if figures else _empty(name)) for name in COUNTER_FIELDS}
-        if any(getattr(counter, name) != value for name, value in values.items()):
-            for name, value in values.items():
-                setattr(counter, name, value)
-            changed.append(counter)
-    FeedbackCounter.objects.bulk_update(changed, COUNTER_FIELDS)
-    return len(changed)
-
-
-def _empty(name: str) -> Any:
-    return None if name.endswith("_at") else 0
+    placeholders = ", ".join(["%s"] * len(targets))
+    with connection.cursor() as cursor:
+        cursor.execute(f"{_REFRESH}({placeholders})", [scope_id, *targets])
+        return int(cursor.rowcount)
 
 
 @transaction.atomic(durable=True)
