@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 MEMORY = "memory"
 SECONDS_PER_DAY = 86400.0
@@ -42,10 +42,10 @@ def experience_target(artifact_id: str, revision: int) -> str:
     return f"e:{artifact_id}@{revision}"
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(NamedTuple):
     """One item's feedback counters (``FeedbackCounter``), as prepare reads them; times are
-    seconds since the epoch (this module reads no clock and no calendar)."""
+    seconds since the epoch (this module reads no clock and no calendar). A named tuple: one is
+    made per weighed hit on every prepare."""
 
     uses: int = 0
     last_used_at: float | None = None

@@ -33,8 +33,8 @@ def _epoch(column: str) -> str:
 
 
 def usage_for(scope_id: str, targets: Iterable[str]) -> dict[str, Usage]:
-    """target -> its counters, for the items of ``targets`` that have any (an item nobody
-    reported or used is absent). One indexed read on the prepare path, issued as plain SQL: the
+    """target -> its counters, for the items of ``targets`` with a use or an open report (others
+    are absent). One indexed read on the prepare path, issued as plain SQL: the
     ORM's query compilation cost ten times the read itself (267 vs 24 us for 48 targets)."""
     wanted = list(dict.fromkeys(targets))
     if not wanted:
@@ -44,18 +44,12 @@ def usage_for(scope_id: str, targets: Iterable[str]) -> dict[str, Usage]:
         f"target, uses, {_epoch('last_used_at')}, reporters, wrong_reporters, outdated_reporters, "
         f"{_epoch('last_reported_at')}"
     )
-    sql = f"SELECT {columns} FROM {_COUNTERS} WHERE scope_id = %s AND target IN ({placeholders})"
+    # Rows with neither a use nor an open report change nothing (a dismissed item's row).
+    sql = (
+        f"SELECT {columns} FROM {_COUNTERS} WHERE scope_id = %s AND target IN ({placeholders}) "
+        "AND (uses > 0 OR reporters > 0)"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [scope_id, *wanted])
         rows = cursor.fetchall()
-    return {
-        target: Usage(
-            uses=int(uses),
-            last_used_at=last_used_at,
-            reporters=int(reporters),
-            wrong_reporters=int(wrong),
-            outdated_reporters=int(outdated),
-            last_reported_at=last_reported_at,
-        )
-        for target, uses, last_used_at, reporters, wrong, outdated, last_reported_at in rows
-    }
+    return {row[0]: Usage(*row[1:]) for row in rows}

@@ -98,20 +98,20 @@ def select(
     hits: Sequence[Hit],
     admitted: Sequence[bool],
     limit: int,
-    held: frozenset[str] = frozenset(),
+    held: frozenset[int] = frozenset(),
 ) -> tuple[list[Hit], list[Decision]]:
     """The first ``limit`` hits the relevance floor admitted (``admitted``, one flag per hit),
-    not held (``held``: feedback targets) and not near-identical to an earlier kept one, in the
+    not held (``held``: indexes into ``hits``) and not near-identical to an earlier kept one, in the
     order given, and the others as decisions ranked after the kept ones in that order: skips
     (``below_relevance_floor``, ``held_by_reports``, ``window``) and ``near_identical``
     duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
     kept: list[Hit] = []
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
     dropped: list[tuple[Hit, str, int | None]] = []
-    for hit, relevant in zip(hits, admitted, strict=True):
+    for index, (hit, relevant) in enumerate(zip(hits, admitted, strict=True)):
         if not relevant:
             dropped.append((hit, BELOW_RELEVANCE_FLOOR, None))
-        elif held and feedback_target(hit) in held:
+        elif index in held:
             dropped.append((hit, HELD_BY_REPORTS, None))
         elif len(kept) >= limit:
             dropped.append((hit, "window", None))
@@ -167,21 +167,31 @@ def context_candidates(
     floors = relevance.query_floor(query)
     memory_admitted = admits(memory_found, floors)
     experience_admitted = admits(experience_found, floors)
-    targets = [feedback_target(hit) for hit, ok in zip(memory_found, memory_admitted, strict=True) if ok]
-    targets.extend(
-        feedback_target(hit) for hit, ok in zip(experience_found, experience_admitted, strict=True) if ok
-    )
-    usage = feedback_selectors.usage_for(scope_id, targets)
+    memory_keys = [
+        feedback_target(hit) if ok else "" for hit, ok in zip(memory_found, memory_admitted, strict=True)
+    ]
+    experience_keys = [
+        feedback_target(hit) if ok else ""
+        for hit, ok in zip(experience_found, experience_admitted, strict=True)
+    ]
+    usage = feedback_selectors.usage_for(scope_id, [key for key in (*memory_keys, *experience_keys) if key])
     priors: dict[str, float] = {}
-    held: frozenset[str] = frozenset()
+    held: frozenset[int] = frozenset()
     if usage:
         policy = feedback_selectors.policy()
         clock = (now or timezone.now()).timestamp()
         memory_found, memory_admitted, held = weigh(
-            MEMORY_FAMILY, memory_found, memory_admitted, usage, policy, clock, priors
+            MEMORY_FAMILY, memory_found, memory_admitted, memory_keys, usage, policy, clock, priors
         )
         experience_found, experience_admitted, _ = weigh(
-            EXPERIENCE_FAMILY, experience_found, experience_admitted, usage, policy, clock, priors
+            EXPERIENCE_FAMILY,
+            experience_found,
+            experience_admitted,
+            experience_keys,
+            usage,
+            policy,
+            clock,
+            priors,
         )
     memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_admitted, memory_limit, held)
     experience_hits, experience_dropped = select(
@@ -201,25 +211,31 @@ def weigh(
     family: str,
     hits: Sequence[Hit],
     admitted: Sequence[bool],
+    keys: Sequence[str],
     usage: dict[str, Usage],
     policy: PriorPolicy,
     now: float,
     priors: dict[str, float],
-) -> tuple[list[Hit], list[bool], frozenset[str]]:
+) -> tuple[list[Hit], list[bool], frozenset[int]]:
     """``hits`` (and their floor flags) reordered by the use prior (``feedback.prior.order``),
-    and the targets held out by reports; each weighed hit's prior is added to ``priors``. Order
-    changes only where a prior is not 0."""
+    and the indexes (into the reordered hits) of those held out by reports; ``keys`` are the
+    hits' feedback targets ("" for a hit the floor rejected). Each weighed hit's prior is added to
+    ``priors``. Order changes only where a prior is not 0."""
     by_index: dict[int, float] = {}
-    held = set()
-    for index, hit in enumerate(hits):
-        counters = usage.get(feedback_target(hit)) if admitted[index] else None
+    held: set[int] = set()
+    for index, key in enumerate(keys):
+        counters = usage.get(key) if key else None
         if counters is None:
             continue
-        target = feedback_target(hit)
         if policy.held(counters, family):
-            held.add(target)
+            held.add(index)
         value = policy.prior(counters, family, now)
-        priors[target] = value
+        priors[key] = value
         by_index[index] = value
     ordered = feedback_prior.order([hit.score for hit in hits], by_index)
-    return [hits[i] for i in ordered], [admitted[i] for i in ordered], frozenset(held)
+    position = {old: new for new, old in enumerate(ordered)}
+    return (
+        [hits[i] for i in ordered],
+        [admitted[i] for i in ordered],
+        frozenset(position[i] for i in held),
+    )
