@@ -71,14 +71,16 @@ class Reported:
     counter: FeedbackCounter
 
 
+def _invalid(field: str, message: str) -> InvalidRequest:
+    return InvalidRequest(
+        details={"errors": [{"loc": ["body", field], "msg": message, "type": "value_error"}]}
+    )
+
+
 def _reason(reason: str) -> str:
     reason = reason.strip()
     if not reason:
-        raise InvalidRequest(
-            details={
-                "errors": [{"loc": ["body", "reason"], "msg": "A reason is required.", "type": "value_error"}]
-            }
-        )
+        raise _invalid("reason", "A reason is required.")
     return reason[:REASON_MAX_CHARS]
 
 
@@ -155,17 +157,7 @@ def report_dismiss(
     reason = _reason(reason)
     reported = _lock(scope_id, target)
     if not 0 < seen_through <= _newest_report(scope_id, target):
-        raise InvalidRequest(
-            details={
-                "errors": [
-                    {
-                        "loc": ["body", "seen_through"],
-                        "msg": "No such report of this item.",
-                        "type": "value_error",
-                    }
-                ]
-            }
-        )
+        raise _invalid("seen_through", "No such report of this item.")
     if seen_through <= reported.counter.reports_after:
         raise ReportChanged(
             "These reports were dismissed since this page was shown; reload it and decide again."
@@ -217,29 +209,13 @@ def report_revise_memory(
         raise InvalidRequest("Only a Memory entry is revised here; propose an update of an Experience.")
     text = text.strip()
     if not text:
-        raise InvalidRequest(
-            details={
-                "errors": [
-                    {"loc": ["body", "text"], "msg": "The new text is required.", "type": "value_error"}
-                ]
-            }
-        )
+        raise _invalid("text", "The new text is required.")
     version = _memory_version(reported)
     mutation = memory_services.memory_revise_within(
         scope_id=scope_id, citation=_active_citation(reported), kind=version.kind, text=text, reason=reason
     )
     if mutation.entry is None or mutation.entry.entry_version_id == version.entry_version_id:
-        raise InvalidRequest(
-            details={
-                "errors": [
-                    {
-                        "loc": ["body", "text"],
-                        "msg": "The new text is the same as the old.",
-                        "type": "value_error",
-                    }
-                ]
-            }
-        )
+        raise _invalid("text", "The new text is the same as the old.")
     return _record(
         reported,
         ReportDecision.Action.REVISED,

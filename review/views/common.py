@@ -91,9 +91,10 @@ def stash_key(pk: int) -> str:
     return f"review:form:{pk}"
 
 
-def stash_form(request: HttpRequest, pk: int, kind: str, form: forms.Form) -> None:
-    """Keep a failed form's posted values and errors for the page it is shown on."""
-    request.session[stash_key(pk)] = {
+def stash_form(request: HttpRequest, pk: int, kind: str, form: forms.Form, *, key: str | None = None) -> None:
+    """Keep a failed form's posted values and errors for the page it is shown on (under ``key``;
+    default: the candidate ``pk``'s)."""
+    request.session[key or stash_key(pk)] = {
         "kind": kind,
         "data": {k: v for k, v in request.POST.items() if k != "csrfmiddlewaretoken"},
         "errors": [
@@ -110,7 +111,12 @@ def unstash_form(request: HttpRequest, pk: int, kind: str, form_class: type[form
     if not isinstance(stash, dict) or stash.get("kind") != kind:
         return None
     del request.session[stash_key(pk)]
-    form = form_class(stash.get("data") or {})
+    return with_stashed_errors(form_class(stash.get("data") or {}), stash)
+
+
+def with_stashed_errors(form: forms.Form, stash: dict[str, Any]) -> forms.Form:
+    """``form`` (bound to the stashed values) validated, with the stashed errors it did not
+    find again added back."""
     form.is_valid()
     for name, message in stash.get("errors") or []:
         if message not in form.errors.get(name or NON_FIELD_ERRORS, []):

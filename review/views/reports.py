@@ -21,7 +21,6 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -36,7 +35,7 @@ from review.forms import ReviseForm, TextField, add_service_errors, revise_form
 from review.selectors import reported_item as item_selectors
 from review.selectors import reports as report_selectors
 from review.services import reports as report_services
-from review.views.common import can_review, forbidden_page, reviewer_of
+from review.views.common import can_review, forbidden_page, reviewer_of, stash_form, with_stashed_errors
 
 # --- forms ------------------------------------------------------------------------------------------
 
@@ -120,15 +119,7 @@ def _stash_key(pk: int) -> str:
 
 def _stash(request: HttpRequest, pk: int, kind: str, form: forms.Form) -> None:
     """Keep a failed form's posted values and errors for the item's page (shown once)."""
-    request.session[_stash_key(pk)] = {
-        "kind": kind,
-        "data": {k: v for k, v in request.POST.items() if k != "csrfmiddlewaretoken"},
-        "errors": [
-            [None if name == NON_FIELD_ERRORS else name, str(message)]
-            for name, errors in form.errors.items()
-            for message in errors
-        ],
-    }
+    stash_form(request, pk, kind, form, key=_stash_key(pk))
 
 
 def make_form(kind: str, data: Any = None, initial: dict[str, Any] | None = None) -> forms.Form:
@@ -141,12 +132,7 @@ def _unstash(request: HttpRequest, pk: int) -> tuple[str, forms.Form] | None:
     if not isinstance(stash, dict) or stash.get("kind") not in FORMS:
         return None
     kind = str(stash["kind"])
-    form = make_form(kind, stash.get("data") or {})
-    form.is_valid()
-    for name, message in stash.get("errors") or []:
-        if message not in form.errors.get(name or NON_FIELD_ERRORS, []):
-            form.add_error(name if name in form.fields else None, message)
-    return kind, form
+    return kind, with_stashed_errors(make_form(kind, stash.get("data") or {}), stash)
 
 
 def _see_other(url: str) -> HttpResponseRedirect:
