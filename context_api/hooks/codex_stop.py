@@ -34,6 +34,7 @@ if __package__:
     from .hook_http import (
         HookFailure,
         decode_json,
+        diagnostic_line,
         event_name_is,
         is_int,
         post_json,
@@ -47,6 +48,7 @@ else:  # run as a script (``python3 .../codex_stop.py``): its folder is on sys.p
     from hook_http import (  # type: ignore[import-not-found, no-redef]
         HookFailure,
         decode_json,
+        diagnostic_line,
         event_name_is,
         is_int,
         post_json,
@@ -100,14 +102,9 @@ def diagnostic(
 ) -> str:
     """One JSON line of bounded, content-free fields; a field the hook does not know is omitted."""
 
-    event: dict[str, object] = {"component": component(client), "event": EVENT, "outcome": outcome}
-    if http_status is not None:
-        event["http_status"] = http_status
-    if items is not None:
-        event["items"] = items
-    if recorded is not None:
-        event["recorded"] = recorded
-    return json.dumps(event)
+    return diagnostic_line(
+        component(client), EVENT, outcome, http_status=http_status, items=items, recorded=recorded
+    )
 
 
 def interpret_response(status: int, body: bytes | None, sent: int) -> int:

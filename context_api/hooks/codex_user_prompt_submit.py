@@ -34,6 +34,7 @@ if __package__:
     from .hook_http import ENV_URL as ENV_URL
     from .hook_http import (
         HookFailure,
+        diagnostic_line,
         env_number,
         event_name_is,
         is_int,
@@ -49,6 +50,7 @@ else:  # run as a script (``python3 .../codex_user_prompt_submit.py``): its fold
     import hook_state  # type: ignore[import-not-found, no-redef]
     from hook_http import (  # type: ignore[import-not-found, no-redef]
         HookFailure,
+        diagnostic_line,
         env_number,
         event_name_is,
         is_int,
@@ -154,14 +156,14 @@ def diagnostic(
 ) -> str:
     """One JSON line. Only bounded, content-free fields; a field the hook does not know is omitted."""
 
-    event: dict[str, object] = {"component": component(client), "event": EVENT, "outcome": outcome}
-    if http_status is not None:
-        event["http_status"] = http_status
-    if context_status is not None:
-        event["context_status"] = context_status
-    if content_bytes is not None:
-        event["content_bytes"] = content_bytes
-    return json.dumps(event)
+    return diagnostic_line(
+        component(client),
+        EVENT,
+        outcome,
+        http_status=http_status,
+        context_status=context_status,
+        content_bytes=content_bytes,
+    )
 
 
 def session_id_of(payload: dict[str, Any]) -> str | None:

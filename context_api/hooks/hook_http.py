@@ -199,3 +199,11 @@ def event_name_is(payload: dict[str, Any], expected: str) -> bool:
     if name is None:
         return True
     return isinstance(name, str) and name.replace("_", "").lower() == expected.lower()
+
+
+def diagnostic_line(component: str, event: str, outcome: str, **fields: int | str | None) -> str:
+    """One JSON line of bounded, content-free fields (the hooks' only stderr output); a field
+    the hook does not know (None) is omitted."""
+    line: dict[str, object] = {"component": component, "event": event, "outcome": outcome}
+    line.update((name, value) for name, value in fields.items() if value is not None)
+    return json.dumps(line)
