@@ -73,15 +73,15 @@ class PriorPolicy:
 
     def prior(self, usage: Usage, family: str, now: float) -> float:
         """The hit's prior in ``[0, cap]`` (0 for an item nobody used, and for a Memory entry
-        with an open report)."""
+        with an open report). Runs for every weighed hit of every prepare: plain arithmetic."""
         if self.cap <= 0 or usage.uses <= 0 or (family == MEMORY and usage.reporters > 0):
             return 0.0
-        strength = min(1.0, math.log1p(usage.uses) / math.log1p(max(1, self.saturation_uses)))
-        age_days = 0.0
-        if usage.last_used_at is not None:
-            age_days = max(0.0, (now - usage.last_used_at) / SECONDS_PER_DAY)
-        recency = 0.5 ** (age_days / self.half_life_days) if self.half_life_days > 0 else 1.0
-        return min(self.cap, self.cap * strength * recency)
+        saturation = self.saturation_uses if self.saturation_uses > 1 else 1
+        strength = 1.0 if usage.uses >= saturation else math.log1p(usage.uses) / math.log1p(saturation)
+        if usage.last_used_at is None or self.half_life_days <= 0 or usage.last_used_at >= now:
+            return self.cap * strength
+        halvings = (now - usage.last_used_at) / SECONDS_PER_DAY / self.half_life_days
+        return self.cap * strength * math.pow(0.5, halvings)
 
 
 def order(scores: Sequence[float], priors: Mapping[int, float]) -> list[int]:
@@ -92,12 +92,14 @@ def order(scores: Sequence[float], priors: Mapping[int, float]) -> list[int]:
     prior nothing moves. Equal adjusted scores keep search order."""
     if not any(priors.values()):
         return list(range(len(scores)))
-    adjusted: list[float] = []
+    negated: list[float] = []  # sorted ascending; the sort is stable, so ties keep search order
     ceiling = math.inf
     for index, value in enumerate(scores):
-        ceiling = min(ceiling, value)
-        adjusted.append(ceiling * (1.0 + priors.get(index, 0.0)))
-    return sorted(range(len(scores)), key=lambda index: (-adjusted[index], index))
+        if value < ceiling:
+            ceiling = value
+        prior = priors.get(index)
+        negated.append(-ceiling * (1.0 + prior) if prior else -ceiling)
+    return sorted(range(len(scores)), key=negated.__getitem__)
 
 
 def rank(hits: Sequence[Hit], score: Callable[[Hit], float], priors: Mapping[int, float]) -> list[Hit]:

@@ -261,7 +261,9 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         show_text=show_text,
         vector_cache=cache,
         floors=relevance.query_floor(query),
-        usage=found.usage,
+        usage=feedback_selectors.counters_for(
+            scope_id, [feedback_target(c.hit) for c in explained.candidates]
+        ),
         priors=found.priors,
         policy=feedback_selectors.policy(),
     )
