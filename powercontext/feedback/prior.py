@@ -22,7 +22,7 @@ Pure module: standard library only; the caller passes the counters, the policy a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
@@ -100,8 +100,3 @@ def order(scores: Sequence[float], priors: Mapping[int, float]) -> list[int]:
         prior = priors.get(index)
         negated.append(-ceiling * (1.0 + prior) if prior else -ceiling)
     return sorted(range(len(scores)), key=negated.__getitem__)
-
-
-def rank(hits: Sequence[Hit], score: Callable[[Hit], float], priors: Mapping[int, float]) -> list[Hit]:
-    """``hits`` in the order ``order`` gives them."""
-    return [hits[index] for index in order([score(hit) for hit in hits], priors)]

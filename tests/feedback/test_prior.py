@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from powercontext.feedback.prior import NO_USAGE, PriorPolicy, Usage, rank
+from powercontext.feedback.prior import NO_USAGE, PriorPolicy, Usage, order
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC).timestamp()
 DAY = 86400.0
@@ -57,6 +58,11 @@ def test_only_memory_reported_by_enough_reporters_is_held() -> None:
 
 def test_a_cap_of_zero_turns_the_prior_off() -> None:
     assert PriorPolicy(cap=0).prior(Usage(uses=100, last_used_at=NOW, reporters=1), "memory", NOW) == 0.0
+
+
+def rank(hits: list[Any], score: Any, priors: dict[int, float]) -> list[Any]:
+    """``hits`` in the order ``order`` gives their indexes (as selection applies it)."""
+    return [hits[index] for index in order([score(hit) for hit in hits], priors)]
 
 
 scores = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=20)
