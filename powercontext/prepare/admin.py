@@ -176,6 +176,7 @@ class PrepareAggregateAdmin(ReadOnlyAdmin):
             + obj.skipped_window
             + obj.skipped_below_floor
             + obj.skipped_held
+            + obj.skipped_below_cut
         )
 
     @admin.display(description="explain")

@@ -14,7 +14,8 @@ For each candidate in search order it says:
   ``total_item_limit`` (the response already held ``TOTAL_ITEM_LIMIT`` items), ``over_budget``
   (neither whole nor truncated to at least ``MIN_TRUNCATED_BYTES`` did it fit the remaining
   bytes), ``window`` (beyond the candidate window; the builder never sees it) or a reason of
-  selection's own for a hit it dropped before the builder.
+  selection's own for a hit it dropped before the builder: ``below_relevance_floor``,
+  ``held_by_reports`` or ``below_pack_cut`` (after the pack's cut, ``powercontext.prepare.cut``).
 
 The formatted trace never contains hit text, only sizes.
 """

@@ -53,8 +53,8 @@ def outcome(trace: Decision) -> str:
     return f"skipped: {trace.reason}"
 
 
-def _figure(value: float | None) -> str:
-    return f"{value:.2f}" if value is not None else "-"
+def _figure(value: float | None, digits: int = 2) -> str:
+    return f"{value:.{digits}f}" if value is not None else "-"
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,8 @@ class ExplainRow:
     uses: str = "-"
     reports: str = "-"
     prior: str = "-"
+    # The pack's cut: the hit's estimated chance of being evidence ("0.081"; "-" not judged).
+    estimate: str = "-"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,26 @@ class ExplainReport:
     usage: dict[str, Usage] = field(default_factory=dict)
     priors: dict[str, float] = field(default_factory=dict)
     policy: PriorPolicy | None = None
+    # The pack's cut (``prepare.cut``): each judged Memory hit's evidence estimate (by
+    # ``feedback_target``) and the threshold used (0: off, or not a hybrid ranking).
+    estimates: dict[str, float] = field(default_factory=dict)
+    cut_threshold: float = 0.0
+
+    @property
+    def cut_label(self) -> str:
+        """The cut line both renderers show: "Memory hits after the first with an evidence
+        estimate below 0.035 left out"."""
+        if self.cut_threshold <= 0:
+            if self.search_mode != "hybrid":
+                return f"off ({self.search_mode} ranking)"
+            if self.floors is not None and self.floors.language != "en":
+                return f"off (query language {self.floors.language})"
+            return "off"
+        return f"Memory hits after the first with an evidence estimate below {self.cut_threshold:g} left out"
+
+    def estimate(self, trace: Decision) -> float | None:
+        value = self.estimates.get(feedback_target(trace.hit)) if trace.source == "memory" else None
+        return round(value, 4) if value is not None else None
 
     @property
     def feedback_label(self) -> str:
@@ -192,6 +214,7 @@ class ExplainReport:
                     decision=trace.decision,
                     outcome=outcome(trace),
                     preview=self.preview(trace),
+                    estimate=_figure(self.estimate(trace), 3),
                     **self._feedback_cells(trace),
                 )
             )
@@ -216,10 +239,12 @@ class ExplainReport:
             "vector_cache": self.vector_cache,
             "relevance_floor": self.floor_dict(),
             "feedback_policy": asdict(self.policy) if self.policy is not None else None,
+            "pack_cut": self.cut_threshold,
             **self.explanation.as_dict(),
         }
         for row, trace in zip(body["candidates"], self.explanation.candidates, strict=True):
             row["feedback"] = self.feedback(trace)
+            row["evidence_estimate"] = self.estimate(trace)
             if self.show_text:
                 row["text_preview"] = self.preview(trace)
         return body
@@ -266,4 +291,6 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         ),
         priors=found.priors,
         policy=feedback_selectors.policy(),
+        estimates=found.estimates,
+        cut_threshold=found.cut_threshold,
     )

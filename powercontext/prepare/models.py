@@ -37,6 +37,7 @@ class PrepareAggregate(PkNamedModel):
     skipped_window = models.BigIntegerField(default=0)
     skipped_below_floor = models.BigIntegerField(default=0)  # below the relevance floor
     skipped_held = models.BigIntegerField(default=0)  # held out by agents' reports
+    skipped_below_cut = models.BigIntegerField(default=0)  # after the pack's cut
     truncated_source_cap = models.BigIntegerField(default=0)
     truncated_budget = models.BigIntegerField(default=0)
     content_bytes = models.BigIntegerField(default=0)  # sum over the prepares
@@ -86,6 +87,7 @@ PREPARE_AGGREGATE_COUNTERS = (
     "skipped_window",
     "skipped_below_floor",
     "skipped_held",
+    "skipped_below_cut",
     "truncated_source_cap",
     "truncated_budget",
     "content_bytes",

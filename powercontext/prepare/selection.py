@@ -10,18 +10,21 @@ citation) are collapsed here too, so that the window's slots carry different fac
 Feedback (``powercontext.feedback``) is read here too, in one indexed read of the hits'
 counters: a Memory entry version that enough distinct reporters called wrong or outdated is held
 out (``held_by_reports``) until a person decides, and the bounded use prior
-(``feedback.prior``) reorders the hits the floor admits. Selection never writes.
+(``feedback.prior``) reorders the hits the floor admits. Then the pack's cut (``prepare.cut``)
+stops admitting Memory hits where the evidence runs out (``below_pack_cut``). Selection never
+writes.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+from django.conf import settings
 from django.utils import timezone
 
 from powercontext import search
@@ -29,6 +32,7 @@ from powercontext.core.families import MEMORY_ARTIFACT_ID, Family
 from powercontext.feedback import prior as feedback_prior
 from powercontext.feedback import selectors as feedback_selectors
 from powercontext.feedback.prior import PriorPolicy, Usage
+from powercontext.prepare import cut as pack_cut
 from powercontext.prepare.builder import (
     EXPERIENCE_FAMILY,
     MEMORY_FAMILY,
@@ -38,8 +42,15 @@ from powercontext.prepare.builder import (
     ExperienceHit,
     MemoryHit,
 )
-from powercontext.prepare.trace import BELOW_RELEVANCE_FLOOR, DUPLICATE, HELD_BY_REPORTS, NEAR_IDENTICAL
-from powercontext.search import relevance, vectors
+from powercontext.prepare.cut import CutFigures
+from powercontext.prepare.trace import (
+    BELOW_PACK_CUT,
+    BELOW_RELEVANCE_FLOOR,
+    DUPLICATE,
+    HELD_BY_REPORTS,
+    NEAR_IDENTICAL,
+)
+from powercontext.search import languages, relevance, vectors
 
 # Ranked deeper than the windows, so that candidates below the relevance floor make room.
 RELEVANCE_DEPTH_FACTOR = 2
@@ -61,6 +72,11 @@ class ContextCandidates:
     # Feedback of the hits read (``feedback_target`` keys): counters and the prior each got.
     usage: dict[str, Usage] = field(default_factory=dict)
     priors: dict[str, float] = field(default_factory=dict)
+    # The pack's cut (``prepare.cut``): each Memory hit's evidence estimate, by
+    # ``feedback_target`` key, for the hits it judged (none when it did not apply), and the
+    # threshold it used (0: off or not applied).
+    estimates: dict[str, float] = field(default_factory=dict)
+    cut_threshold: float = 0.0
 
 
 def memory_ref(revision: int) -> ArtifactRef:
@@ -99,12 +115,15 @@ def select(
     admitted: Sequence[bool],
     limit: int,
     held: frozenset[int] = frozenset(),
+    keep: Callable[[list[Hit]], list[bool]] | None = None,
 ) -> tuple[list[Hit], list[Decision]]:
     """The first ``limit`` hits the relevance floor admitted (``admitted``, one flag per hit),
     not held (``held``: indexes into ``hits``) and not near-identical to an earlier kept one, in the
     order given, and the others as decisions ranked after the kept ones in that order: skips
     (``below_relevance_floor``, ``held_by_reports``, ``window``) and ``near_identical``
-    duplicates (``duplicate_of``: the rank of the kept hit with the same wording)."""
+    duplicates (``duplicate_of``: the rank of the kept hit with the same wording). ``keep``, when
+    given, is the pack's cut: one flag per kept hit; those it refuses become ``below_pack_cut``
+    skips, ranked right after the hits that stay."""
     kept: list[Hit] = []
     seen: dict[tuple[str, ...], int] = {}  # wording -> rank of the kept hit
     dropped: list[tuple[Hit, str, int | None]] = []
@@ -123,6 +142,8 @@ def select(
             kept.append(hit)
             if words is not None:
                 seen[words] = len(kept)
+    if keep is not None and kept:
+        kept, dropped = _cut(kept, keep(kept), dropped)
     decisions = [
         Decision(source, rank, hit, SKIPPED, reason=reason)
         if duplicate_of is None
@@ -130,6 +151,29 @@ def select(
         for rank, (hit, reason, duplicate_of) in enumerate(dropped, start=len(kept) + 1)
     ]
     return kept, decisions
+
+
+def _cut(
+    kept: list[Hit], flags: Sequence[bool], dropped: list[tuple[Hit, str, int | None]]
+) -> tuple[list[Hit], list[tuple[Hit, str, int | None]]]:
+    """``kept`` split by the cut's ``flags``: the hits that stay, and ``dropped`` with the cut
+    hits first; a near-identical duplicate's ``duplicate_of`` follows its hit to its new rank."""
+    if all(flags):
+        return kept, dropped
+    # old rank (1-based among ``kept``) -> new rank: the hits that stay first, then the cut ones
+    moved = [old for old, flag in enumerate(flags, start=1) if flag]
+    moved += [old for old, flag in enumerate(flags, start=1) if not flag]
+    rank_of: dict[int, int] = {old: new for new, old in enumerate(moved, start=1)}
+    stay: list[Hit] = [hit for hit, flag in zip(kept, flags, strict=True) if flag]
+    out: list[tuple[Hit, str, int | None]] = [
+        (hit, BELOW_PACK_CUT, None) for hit, flag in zip(kept, flags, strict=True) if not flag
+    ]
+    out += [(hit, reason, rank_of[of] if of is not None else None) for hit, reason, of in dropped]
+    return stay, out
+
+
+def cut_figures(hit: MemoryHit) -> CutFigures:
+    return CutFigures(hit.score, hit.similarity, hit.lexical_share, len(hit.text))
 
 
 def admits(hits: Sequence[Hit], floors: relevance.QueryFloor) -> list[bool]:
@@ -152,7 +196,9 @@ def context_candidates(
     the candidate are both in another language than English); the builder sees the same
     dataclasses either way. Only the admitted hits' feedback counters are read: they alone can
     be held or weighed (``now``: the prior's clock, default the current time; the replay
-    evaluation passes simulated days).
+    evaluation passes simulated days). Last, on hybrid rankings of English prompts, the pack's cut (``prepare.cut``,
+    ``POWERCONTEXT_PACK_CUT``) leaves out the Memory hits after the first whose evidence estimate
+    is below the threshold: a related prompt gets as many items as its evidence needs.
     """
     hybrid = search.best_mode(query) == "hybrid"
     find = vectors.ranked_context if hybrid else search.search_context
@@ -193,7 +239,19 @@ def context_candidates(
             clock,
             priors,
         )
-    memory_hits, memory_dropped = select(MEMORY_FAMILY, memory_found, memory_admitted, memory_limit, held)
+    # Calibrated on hybrid rankings of English prompts: elsewhere the floor stays the only stop.
+    english = floors.language == languages.ENGLISH
+    threshold = float(settings.POWERCONTEXT_PACK_CUT) if hybrid and english else 0.0
+    estimates: dict[str, float] = {}
+
+    def keep(kept: list[MemoryHit]) -> list[bool]:
+        values = pack_cut.estimates([cut_figures(hit) for hit in kept])
+        estimates.update((feedback_target(hit), value) for hit, value in zip(kept, values, strict=True))
+        return pack_cut.keeps(values, threshold)
+
+    memory_hits, memory_dropped = select(
+        MEMORY_FAMILY, memory_found, memory_admitted, memory_limit, held, keep if threshold > 0 else None
+    )
     experience_hits, experience_dropped = select(
         EXPERIENCE_FAMILY, experience_found, experience_admitted, experience_limit
     )
@@ -204,6 +262,8 @@ def context_candidates(
         dropped=(*memory_dropped, *experience_dropped),
         usage=usage,
         priors=priors,
+        estimates=estimates,
+        cut_threshold=threshold,
     )
 
 

@@ -25,6 +25,9 @@ HELD_BY_REPORTS = "held_by_reports"
 # A ``duplicate`` decided by selection: the same words in the same order as a hit it kept
 # (case, punctuation, spacing and Unicode form aside), though a different citation.
 NEAR_IDENTICAL = "near_identical"
+# Left out by selection after the pack's cut (``powercontext.prepare.cut``): related to the
+# prompt, but its estimated chance of being evidence is below the threshold.
+BELOW_PACK_CUT = "below_pack_cut"
 SKIP_REASONS = (
     "blank",
     "unencodable",
@@ -34,6 +37,7 @@ SKIP_REASONS = (
     "window",
     BELOW_RELEVANCE_FLOOR,
     HELD_BY_REPORTS,
+    BELOW_PACK_CUT,
 )
 TRUNCATION_CAUSES = ("source_cap", "budget")
 

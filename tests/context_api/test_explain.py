@@ -163,6 +163,7 @@ def test_the_summary_counts_each_decision_and_holds_no_text_or_id():
         "window": 4,
         "below_relevance_floor": 0,
         "held_by_reports": 0,
+        "below_pack_cut": 0,
     }
     assert summary.truncated == (0, 0)
     assert (summary.content_bytes, summary.max_bytes) == (explained.prepared.content_bytes, 8000)

@@ -83,9 +83,10 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"relevance floor {report.floor_label}")
         self.stdout.write(f"feedback {report.feedback_label}")
+        self.stdout.write(f"pack cut {report.cut_label}")
         columns = (
             "source", "#", "try", "citation", "score", "by", "sim", "lex", "chars", "uses", "reports", "prior",
-            "decision",
+            "evid", "decision",
         )  # fmt: skip
         rows = [
             (
@@ -101,6 +102,7 @@ class Command(BaseCommand):
                 row.uses,
                 row.reports,
                 row.prior,
+                row.estimate,
                 row.outcome + (f"  {preview(row.preview)}" if row.preview is not None else ""),
             )
             for row in report.rows()

@@ -1,0 +1,197 @@
+"""The pack's cut (``powercontext.prepare.cut``): after the relevance floor, selection leaves out
+the Memory hits after the first whose estimated chance of being evidence is below
+``POWERCONTEXT_PACK_CUT``; explain shows each estimate and the reason ``below_pack_cut``."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from powercontext.core.hits import ArtifactRef, MemoryHit
+from powercontext.memory.services import memory_remember
+from powercontext.prepare import audit, cut
+from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
+from powercontext.prepare.cut import CutFigures, EvidenceModel, estimates, keeps
+from powercontext.prepare.models import PrepareAggregate
+from powercontext.prepare.selection import context_candidates, select
+from powercontext.search import relevance
+
+HEAD = ArtifactRef(family="memory", artifact_id="memory", revision=1)
+SCOPE = "repo-cut"
+NOTES = [
+    "The staging database listens on port 6543; production uses the default 5432.",
+    "Port numbers for every service are listed in deploy/ports.md.",
+    "The staging database is restored from the nightly backup every Monday.",
+    "Staging database: ok.",
+    "database?",
+    "Ruff runs before every push.",
+]
+QUERY = "Which port does the staging database listen on?"
+GERMAN = "Auf welchem Port hört die Datenbank von Staging, und wo steht das?"
+
+
+def figures(
+    score: float, similarity: float | None = 0.5, lexical: float | None = 0.5, chars: int = 80
+) -> CutFigures:
+    return CutFigures(score=score, similarity=similarity, lexical_share=lexical, chars=chars)
+
+
+def test_the_estimate_is_the_documented_logistic_of_the_seven_figures() -> None:
+    model = EvidenceModel(
+        intercept=-1.0,
+        position=-0.5,
+        relative_score=2.0,
+        score=1.0,
+        similarity=0.5,
+        similarity_gap=3.0,
+        lexical_share=1.5,
+        length=0.25,
+    )
+    hits = [figures(0.8, 0.6, 0.9, 120), figures(0.4, 0.3, None, 900)]
+    first, second = estimates(hits, model)
+    logit_first = -1.0 + 2.0 * 1.0 + 0.8 + 0.5 * 0.6 + 3.0 * 0.0 + 1.5 * 0.9 + 0.25 * 1.2
+    # second: position 1, half the best score, 0.3 below the best similarity, no lexical share
+    # measured (0), length capped at LENGTH_CAP characters
+    logit_second = -1.0 - 0.5 * math.log(2) + 2.0 * 0.5 + 0.4 + 0.5 * 0.3 + 3.0 * -0.3 + 0.25 * 4.0
+    assert first == pytest.approx(1 / (1 + math.exp(-logit_first)))
+    assert second == pytest.approx(1 / (1 + math.exp(-logit_second)))
+    assert estimates([]) == []
+
+
+def test_better_figures_raise_the_estimate_and_a_later_position_lowers_it() -> None:
+    def second(**changes: Any) -> float:
+        base = {"score": 0.5, "similarity": 0.4, "lexical": 0.3, "chars": 60}
+        return estimates([figures(1.0), figures(**{**base, **changes})])[1]
+
+    base = second()
+    assert second(score=0.9) > base
+    assert second(lexical=0.9) > base
+    assert second(chars=300) > base
+    assert second(chars=LONG) == second(chars=cut.LENGTH_CAP)  # length counts up to the cap
+    early = estimates([figures(1.0), figures(0.5)])[1]
+    late = estimates([figures(1.0), *[figures(0.99)] * 5, figures(0.5)])[-1]
+    assert late < early
+
+
+LONG = 5000
+
+
+def test_the_first_hit_always_stays_and_the_threshold_is_inclusive() -> None:
+    assert keeps([0.0, 0.035, 0.0349, 0.9], 0.035) == [True, True, False, True]
+    assert keeps([0.0, 0.0], 0.0) == [True, True]  # 0: the cut is off
+    assert keeps([], 0.5) == []
+
+
+def hit(text: str, n: int) -> MemoryHit:
+    return MemoryHit(memory_ref=HEAD, entry_id=f"e{n}", entry_version_id=f"v{n}", text=text)
+
+
+def test_select_ranks_cut_hits_after_the_kept_ones_and_moves_duplicate_ranks_with_them() -> None:
+    hits = [hit("alpha one", 1), hit("Alpha one.", 2), hit("beta two", 3), hit("gamma three", 4)]
+    refused = {"e1", "e4"}
+
+    kept, decisions = select(
+        "memory", hits, [True] * 4, 8, keep=lambda kept: [h.entry_id not in refused for h in kept]
+    )
+
+    assert [h.entry_id for h in kept] == ["e3"]
+    assert [(d.rank, d.hit.entry_id, d.reason, d.duplicate_of) for d in decisions] == [
+        (2, "e1", "below_pack_cut", None),
+        (3, "e4", "below_pack_cut", None),
+        (4, "e2", "near_identical", 2),  # the copy of e1 points at e1's new rank
+    ]
+
+
+def remember_notes(scope_id: str = SCOPE) -> None:
+    for note in NOTES:
+        memory_remember(scope_id=scope_id, kind="note", text=note)
+
+
+def explain_json(query: str = QUERY) -> dict[str, Any]:
+    out = io.StringIO()
+    call_command("explain_prepare", "--scope", SCOPE, "--query", query, "--json", stdout=out)
+    return dict(json.loads(out.getvalue()))
+
+
+@pytest.mark.django_db
+def test_hits_below_the_threshold_leave_the_pack_and_explain_says_why(embeddings: Any, settings: Any) -> None:
+    remember_notes()
+    settings.POWERCONTEXT_PACK_CUT = 0
+    everything = context_candidates(scope_id=SCOPE, query=QUERY, memory_limit=16, experience_limit=4)
+    assert len(everything.memory_hits) >= 3 and everything.cut_threshold == 0
+
+    settings.POWERCONTEXT_PACK_CUT = 0.5
+    found = context_candidates(scope_id=SCOPE, query=QUERY, memory_limit=16, experience_limit=4)
+    assert found.cut_threshold == 0.5
+    assert len(found.estimates) == len(everything.memory_hits)  # every hit the floor kept is judged
+    kept = [h.entry_version_id for h in found.memory_hits]
+    expected = [
+        h.entry_version_id
+        for rank, h in enumerate(everything.memory_hits)
+        if rank == 0 or found.estimates[f"m:{h.entry_version_id}"] >= 0.5
+    ]
+    assert kept == expected and len(kept) < len(everything.memory_hits)
+
+    body = explain_json()
+    assert body["pack_cut"] == 0.5
+    memory_rows = [row for row in body["candidates"] if row["source"] == "memory"]
+    cut_rows = [row for row in memory_rows if row["reason"] == "below_pack_cut"]
+    assert cut_rows and all(row["evidence_estimate"] < 0.5 for row in cut_rows)
+    admitted = [row for row in memory_rows if row["decision"] == "admitted"]
+    assert all(row["evidence_estimate"] >= 0.5 for row in admitted[1:])
+    table = io.StringIO()
+    call_command("explain_prepare", "--scope", SCOPE, "--query", QUERY, stdout=table)
+    assert (
+        "pack cut Memory hits after the first with an evidence estimate below 0.5 left out"
+        in table.getvalue()
+    )
+    assert "skipped: below_pack_cut" in table.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_default_cut_is_on_and_the_prepare_aggregate_counts_its_skips(
+    embeddings: Any, settings: Any
+) -> None:
+    remember_notes()
+    assert settings.POWERCONTEXT_PACK_CUT == 0.035
+    settings.POWERCONTEXT_PACK_CUT = 0.99  # only the first hit survives
+    audit.buffer().clear()
+    ScopedContextApplication(audit=True).prepare(PrepareRequest(scope_id=SCOPE, query=QUERY))
+    audit.buffer().flush()
+    row = PrepareAggregate.objects.get(scope_id=SCOPE)
+    found = context_candidates(scope_id=SCOPE, query=QUERY, memory_limit=16, experience_limit=4)
+    assert row.memory_admitted == 1
+    assert row.skipped_below_cut == sum(1 for d in found.dropped if d.reason == "below_pack_cut") > 0
+
+
+@pytest.mark.django_db
+def test_the_cut_stays_off_without_vectors_and_for_prompts_in_other_languages(
+    embeddings: Any, settings: Any
+) -> None:
+    remember_notes()
+    settings.POWERCONTEXT_PACK_CUT = 0.99
+    assert relevance.query_floor(GERMAN).language == "de"
+    german = context_candidates(scope_id=SCOPE, query=GERMAN, memory_limit=16, experience_limit=4)
+    assert german.cut_threshold == 0 and not german.estimates
+    assert not any(d.reason == "below_pack_cut" for d in german.dropped)
+    assert "off (query language de)" in io_table(GERMAN)
+
+
+@pytest.mark.django_db
+def test_full_text_rankings_keep_the_floor_as_their_only_stop(settings: Any) -> None:
+    remember_notes()  # no ``embeddings`` fixture: the model is off, ranking is full text
+    settings.POWERCONTEXT_PACK_CUT = 0.99
+    found = context_candidates(scope_id=SCOPE, query=QUERY, memory_limit=16, experience_limit=4)
+    assert found.cut_threshold == 0 and len(found.memory_hits) >= 2
+    assert "pack cut off (fts ranking)" in io_table(QUERY)
+
+
+def io_table(query: str) -> str:
+    out = io.StringIO()
+    call_command("explain_prepare", "--scope", SCOPE, "--query", query, stdout=out)
+    return out.getvalue()
