@@ -58,7 +58,7 @@ def warm_up_web() -> None:
 
 def warm_up_model_in_background() -> threading.Thread:
     """Load the embedding model (and run it once) without blocking the caller."""
-    from powercontext.search import embedding
+    from powercontext.search.vectors import embedding
 
     thread = threading.Thread(target=embedding.warm_up, name="powercontext-model-warm-up", daemon=True)
     thread.start()
@@ -77,7 +77,7 @@ def warm_up_worker() -> None:
     until all are done, so neither its first Inbox page nor its first prepare pays for them
     (issue 19: the first prepare of a fresh worker within the hook's budget; issue 22: no first
     Inbox page that waits)."""
-    from powercontext.search import embedding
+    from powercontext.search.vectors import embedding
 
     warm_up_web()
     embedding.warm_up()

@@ -33,7 +33,7 @@ from django.db import connection, transaction  # noqa: E402
 
 from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVector  # noqa: E402
 from powercontext.core.recall import EXPERIENCE_FAMILY  # noqa: E402
-from powercontext.search import embedding, vector_cache, vector_inprocess  # noqa: E402
+from powercontext.search.vectors import embedding, vector_cache, vector_inprocess  # noqa: E402
 
 SIZES = (50, 500)
 SAMPLES = 200

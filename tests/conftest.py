@@ -139,13 +139,13 @@ _REAL_EMBEDDER: list[Any] = []
 
 
 def _unavailable_model() -> Any:
-    from powercontext.search.embedding import ModelUnavailable
+    from powercontext.search.vectors.embedding import ModelUnavailable
 
     raise ModelUnavailable("not requested by this test")
 
 
 def _shared_model() -> Any:
-    from powercontext.search.embedding import Embedder
+    from powercontext.search.vectors.embedding import Embedder
 
     if not _REAL_EMBEDDER:
         _REAL_EMBEDDER.append(Embedder())
@@ -159,15 +159,15 @@ def _embedding_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
     So every other test runs the fallback the product takes when the model cannot load (writes
     skip the vector step, ``auto`` = ``fts``, ``vector``/``hybrid`` unsupported), and the tests
     that ask for the model share one real instance per run (it loads in ~0.3 s)."""
-    from powercontext.search import embedding, vectors
+    from powercontext.search.vectors import embedding, vector_cache
 
     wanted = "embeddings" in request.fixturenames
     monkeypatch.setattr(embedding, "load_embedder", _shared_model if wanted else _unavailable_model)
     embedding.reset()
-    vectors.clear_cache()
+    vector_cache.clear_cache()
     yield
     embedding.reset()
-    vectors.clear_cache()
+    vector_cache.clear_cache()
 
 
 @pytest.fixture(autouse=True)
@@ -181,8 +181,8 @@ def _tokens_optional(settings: Any) -> None:
 def _embed_writes(settings: Any) -> Iterator[None]:
     """Tests run with vectors written in the writer's transaction (``sync``), as before
     embedding after commit existed; tests of ``async`` set it themselves and drive the embedder
-    (``search.pending``) explicitly. A thread a test started is stopped after it."""
-    from powercontext.search import pending
+    (``search.vectors.pending``) explicitly. A thread a test started is stopped after it."""
+    from powercontext.search.vectors import pending
 
     settings.POWERCONTEXT_EMBED_WRITES = "sync"
     yield
@@ -192,7 +192,7 @@ def _embed_writes(settings: Any) -> Iterator[None]:
 @pytest.fixture
 def embeddings() -> Any:
     """The real local embedding model (see ``_embedding_model``)."""
-    from powercontext.search import embedding
+    from powercontext.search.vectors import embedding
 
     model = embedding.embedder()
     assert model is not None, "the embedding model must load in the test environment"

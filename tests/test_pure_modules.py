@@ -93,7 +93,7 @@ def violations(source: str, module: str) -> list[str]:
 def test_the_pure_module_list_names_existing_files():
     assert {
         "powercontext.prepare.builder",
-        "powercontext.search.analyzer",
+        "powercontext.search.fulltext.analyzer",
         "powercontext.core.families",
     } <= set(PURE_MODULES)
     assert all(path.is_file() for path in PURE_MODULES.values())
@@ -135,7 +135,7 @@ def test_pure_modules_import_nothing_impure(module):
     ],
 )
 def test_the_rule_catches_impure_imports(source):
-    assert violations(source, "powercontext.search.analyzer")
+    assert violations(source, "powercontext.search.fulltext.analyzer")
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_the_rule_catches_impure_imports(source):
         "from dataclasses import dataclass",
         "from powercontext.prepare.builder import PreparedContextBuilder",
         "from .builder import PreparedContextBuilder",
-        "from powercontext.search.analyzer import analyze",
+        "from powercontext.search.fulltext.analyzer import analyze",
         "from snowballstemmer import EnglishStemmer",
     ],
 )

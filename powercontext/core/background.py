@@ -2,7 +2,7 @@
 
 Two jobs run this way, outside any request and transaction, in the embedded default (eager
 Celery: a task would run inline on the request) as in service mode where the job has no task:
-the after-commit embedder (``powercontext.search.pending.EmbedWorker``) and the prepare-audit
+the after-commit embedder (``powercontext.search.vectors.pending.EmbedWorker``) and the prepare-audit
 flusher (``powercontext.prepare.audit.Flusher``).
 
 A job subclasses ``Runner`` and implements ``step`` (one unit of work; True while more is

@@ -4,7 +4,7 @@ Protocol (the retrieval issue): one fresh scope per conversation; every dialogue
 session, in order, is remembered verbatim as one Memory entry of kind ``conversation`` with text
 ``"<speaker>: <text>"``; every question of category 1-4 whose evidence names at least one turn
 is asked as a prepare query (``max_bytes`` 8000), once the embedder has caught up with the
-conversation (``search.pending.wait_until_embedded``; with ``POWERCONTEXT_EMBED_WRITES=async``
+conversation (``search.vectors.pending.wait_until_embedded``; with ``POWERCONTEXT_EMBED_WRITES=async``
 vectors are written after commit). A question's evidence recall is the fraction of
 its evidence turns whose entries the pack's Memory items cite; its hit is whether any is.
 
@@ -44,7 +44,7 @@ from powercontext.evaluation.note_sets import (  # noqa: F401 (re-exported: test
 )
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
-from powercontext.search import embedding, pending
+from powercontext.search.vectors import embedding, pending
 
 KIND = "conversation"
 MAX_BYTES = 8000

@@ -20,7 +20,7 @@ from powercontext.core.families import Family
 from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.core.recall import is_recallable
 from powercontext.core.transactions import compare_and_swap, require_transaction
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 
 
 @dataclass(frozen=True)

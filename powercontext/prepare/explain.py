@@ -92,8 +92,8 @@ def candidate_dict(decision: Decision) -> dict[str, Any]:
         "source_bytes": size,
         "score": memory.score if memory is not None else None,
         "matched_by": list(memory.matched_by) if memory is not None else None,
-        # The relevance floor's figures (``powercontext.search.relevance``): raw cosine to the
-        # query and the share of the query's word weight the hit covers; None when not measured.
+        # The relevance floor's figures (``powercontext.search.ranking.relevance``): raw cosine to
+        # the query and the share of the query's word weight the hit covers; None when not measured.
         "similarity": hit.similarity,
         "lexical_share": hit.lexical_share,
         "decision": decision.decision,

@@ -25,7 +25,8 @@ from powercontext.prepare.builder import (
 )
 from powercontext.prepare.explain import Explanation, candidate_dict, citation, explain, source_text
 from powercontext.prepare.selection import context_candidates, feedback_target
-from powercontext.search import relevance, vector_cache
+from powercontext.search.ranking import relevance
+from powercontext.search.vectors import vector_cache
 
 PREVIEW_CHARS = 40
 ID_CHARS = 12

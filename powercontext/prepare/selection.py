@@ -2,8 +2,9 @@
 
 Search returns the builder's own hit types (``powercontext.core.hits``), so selection passes them
 on as they are: no copy into another shape. Each hit carries its relevance figures (raw
-similarity, lexical share; ``powercontext.search.relevance``), and only hits at or above the
-relevance floor reach the builder: an unrelated prompt gets no candidate and so the empty result.
+similarity, lexical share; ``powercontext.search.ranking.relevance``), and only hits at or above
+the relevance floor reach the builder: an unrelated prompt gets no candidate and so the empty
+result.
 Near-identical hits (the same words in the same order as a better-ranked one, under another
 citation) are collapsed here too, so that the window's slots carry different facts.
 
@@ -50,7 +51,8 @@ from powercontext.prepare.trace import (
     HELD_BY_REPORTS,
     NEAR_IDENTICAL,
 )
-from powercontext.search import languages, relevance, vectors
+from powercontext.search.fulltext import languages
+from powercontext.search.ranking import relevance, rerank
 
 # Ranked deeper than the windows, so that candidates below the relevance floor make room.
 RELEVANCE_DEPTH_FACTOR = 2
@@ -189,7 +191,7 @@ def context_candidates(
 
     With the embedding model (``search.best_mode(query) == "hybrid"``: a model that reads the
     query's script, ``embedding.reads``) Memory is ranked by
-    ``vectors.ranked_context`` (deep full-text and vector pools, neighbour smoothing, a speaker
+    ``rerank.ranked_context`` (deep full-text and vector pools, neighbour smoothing, a speaker
     prior) and Experience by fusion; without it, by full text alone (both windows read by one
     statement). Every candidate then gets its raw similarity and lexical share and the floor
     for this query decides (``relevance.query_floor``: stricter on similarity when the query and
@@ -201,7 +203,7 @@ def context_candidates(
     is below the threshold: a related prompt gets as many items as its evidence needs.
     """
     hybrid = search.best_mode(query) == "hybrid"
-    find = vectors.ranked_context if hybrid else search.search_context
+    find = rerank.ranked_context if hybrid else search.search_context
     memory_found, experience_found = find(
         scope_id,
         query,

@@ -17,7 +17,7 @@ DUPLICATE = "duplicate"
 SKIPPED = "skipped"
 # Why a hit was not admitted. The last three are decided by selection, before the builder:
 # ``window`` (beyond the candidate window) and ``below_relevance_floor`` (neither similar enough
-# to the query nor covering enough of its words: ``powercontext.search.relevance``).
+# to the query nor covering enough of its words: ``powercontext.search.ranking.relevance``).
 BELOW_RELEVANCE_FLOOR = "below_relevance_floor"
 # Left out by selection because enough distinct reporters said it is wrong or outdated
 # (``powercontext.feedback.prior``), until a person decides.

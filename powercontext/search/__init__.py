@@ -1,22 +1,27 @@
-"""Full-text search over derived index rows: SQLite FTS5 and PostgreSQL full text.
+"""Search: the derived indexes of Memory and Experience, and the rankings read from them.
 
-Both backends index the same terms (``powercontext.search.analyzer``) as opaque, scope-keyed ASCII
-tokens, so they agree on what matches; both rank by BM25 (FTS5's ``bm25``; on PostgreSQL the
-same formula in SQL with per-scope statistics, ``bm25``). Scope and head filtering happen inside the one SQL statement that
-ranks, and that statement also reads the head revision, so every hit of one search cites the
-revision that statement saw.
+Three rooms, each importing only the ones below it (an import-linter contract, pyproject.toml):
 
-Two indexes share this machinery: Memory (one row per active membership of each scope's current
-head) and Experience (one row per approved, current Experience head, from its
-``searchable_text``). Writers maintain rows in their own transaction; ``rebuild_*`` and
-``verify_*`` recompute them from authoritative rows at any time.
+- ``ranking``: hybrid fusion and the search modes, prepare's Memory ranking (``rerank``), the
+  relevance floor (``relevance``);
+- ``vectors``: the local embedding model and the vector index (exact search in process, its
+  maintenance, the after-commit embedder);
+- ``fulltext``: the analyzer, the full-text index on SQLite FTS5 or PostgreSQL, ranked reads, and
+  BM25 (``fulltext.bm25``, the one module every BM25 figure comes from).
 
-Modules by role: ``engines`` (per-vendor storage and ranking), ``indexes`` (the two indexes and
-their expected rows), ``queries`` (ranked reads), ``maintenance`` (writes inside the writers'
-transactions), ``rebuild`` (rebuild and verify), ``embedding`` (the local model), ``vectors``
-(the Memory vector index: exact in-process vector search and hybrid fusion) and ``pending``
-(embedding after commit: signals, the embedder thread, waiting for the index). Callers use this
-package's names.
+Above the rooms, this package's own modules wire them together: ``maintenance`` (index rows and
+vectors inside the writers' transactions, and the embedder's signal after their commit),
+``rebuild`` (rebuild and verify both indexes), ``locking`` (one rebuild or verify at a time),
+``preload`` (a fresh worker's caches), ``tasks`` (the Celery tasks) and ``apps`` (the Django
+app). ``lazy_numpy`` sits below the rooms that use numpy.
+
+Both full-text backends index the same terms as opaque, scope-keyed ASCII tokens, so they agree
+on what matches, and both rank by BM25. Scope and head filtering happen inside the one SQL
+statement that ranks, and that statement also reads the head revision, so every hit of one
+search cites the revision that statement saw. Writers maintain index rows in their own
+transaction; ``rebuild_*`` and ``verify_*`` recompute them from authoritative rows at any time.
+
+Callers outside search use this package's names below, or a room's module by its path.
 """
 
 # This package is also a Django app, loaded before the model registry is ready, so its names are
@@ -30,7 +35,7 @@ if TYPE_CHECKING:
     from powercontext.core.hits import ExperienceHit, MemoryHit
     from powercontext.core.recall import EXPERIENCE_FAMILY
     from powercontext.core.recall import recallable_experience_heads as experience_heads
-    from powercontext.search.engines import (
+    from powercontext.search.fulltext.engines import (
         MAX_POSITION,
         MAX_POSITIONS_PER_LEXEME,
         Engine,
@@ -38,57 +43,63 @@ if TYPE_CHECKING:
         SqliteEngine,
         engine,
     )
-    from powercontext.search.indexes import EXPERIENCE_INDEX, INDEXES, MEMORY_INDEX, REBUILD_BATCH, Index
-    from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
-    from powercontext.search.queries import (
-        search_context,
-        search_experience,
-        search_memory,
+    from powercontext.search.fulltext.indexes import (
+        EXPERIENCE_INDEX,
+        INDEXES,
+        MEMORY_INDEX,
+        REBUILD_BATCH,
+        Index,
     )
-    from powercontext.search.rebuild import VerifyReport, count_expected, rebuild_index, verify_index
-    from powercontext.search.vector_index import missing_vectors, rebuild_vectors, scopes_missing_vectors
-    from powercontext.search.vectors import (
+    from powercontext.search.fulltext.queries import search_context, search_experience, search_memory
+    from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
+    from powercontext.search.ranking.fusion import (
         available_modes,
         best_mode,
         hybrid_search_context,
         search_memory_mode,
-        vector_search_memory,
+    )
+    from powercontext.search.rebuild import VerifyReport, count_expected, rebuild_index, verify_index
+    from powercontext.search.vectors.queries import vector_search_memory
+    from powercontext.search.vectors.vector_index import (
+        missing_vectors,
+        rebuild_vectors,
+        scopes_missing_vectors,
     )
 
 _EXPORTS: dict[str, tuple[str, str]] = {
     "EXPERIENCE_FAMILY": ("powercontext.core.recall", "EXPERIENCE_FAMILY"),
     "experience_heads": ("powercontext.core.recall", "recallable_experience_heads"),
-    "MAX_POSITION": ("powercontext.search.engines", "MAX_POSITION"),
-    "MAX_POSITIONS_PER_LEXEME": ("powercontext.search.engines", "MAX_POSITIONS_PER_LEXEME"),
-    "Engine": ("powercontext.search.engines", "Engine"),
-    "PostgresEngine": ("powercontext.search.engines", "PostgresEngine"),
-    "SqliteEngine": ("powercontext.search.engines", "SqliteEngine"),
-    "engine": ("powercontext.search.engines", "engine"),
-    "EXPERIENCE_INDEX": ("powercontext.search.indexes", "EXPERIENCE_INDEX"),
-    "INDEXES": ("powercontext.search.indexes", "INDEXES"),
-    "MEMORY_INDEX": ("powercontext.search.indexes", "MEMORY_INDEX"),
-    "REBUILD_BATCH": ("powercontext.search.indexes", "REBUILD_BATCH"),
-    "Index": ("powercontext.search.indexes", "Index"),
+    "ExperienceHit": ("powercontext.core.hits", "ExperienceHit"),
+    "MemoryHit": ("powercontext.core.hits", "MemoryHit"),
+    "MAX_POSITION": ("powercontext.search.fulltext.engines", "MAX_POSITION"),
+    "MAX_POSITIONS_PER_LEXEME": ("powercontext.search.fulltext.engines", "MAX_POSITIONS_PER_LEXEME"),
+    "Engine": ("powercontext.search.fulltext.engines", "Engine"),
+    "PostgresEngine": ("powercontext.search.fulltext.engines", "PostgresEngine"),
+    "SqliteEngine": ("powercontext.search.fulltext.engines", "SqliteEngine"),
+    "engine": ("powercontext.search.fulltext.engines", "engine"),
+    "EXPERIENCE_INDEX": ("powercontext.search.fulltext.indexes", "EXPERIENCE_INDEX"),
+    "INDEXES": ("powercontext.search.fulltext.indexes", "INDEXES"),
+    "MEMORY_INDEX": ("powercontext.search.fulltext.indexes", "MEMORY_INDEX"),
+    "REBUILD_BATCH": ("powercontext.search.fulltext.indexes", "REBUILD_BATCH"),
+    "Index": ("powercontext.search.fulltext.indexes", "Index"),
+    "search_context": ("powercontext.search.fulltext.queries", "search_context"),
+    "search_experience": ("powercontext.search.fulltext.queries", "search_experience"),
+    "search_memory": ("powercontext.search.fulltext.queries", "search_memory"),
+    "vector_search_memory": ("powercontext.search.vectors.queries", "vector_search_memory"),
+    "missing_vectors": ("powercontext.search.vectors.vector_index", "missing_vectors"),
+    "rebuild_vectors": ("powercontext.search.vectors.vector_index", "rebuild_vectors"),
+    "scopes_missing_vectors": ("powercontext.search.vectors.vector_index", "scopes_missing_vectors"),
+    "available_modes": ("powercontext.search.ranking.fusion", "available_modes"),
+    "best_mode": ("powercontext.search.ranking.fusion", "best_mode"),
+    "hybrid_search_context": ("powercontext.search.ranking.fusion", "hybrid_search_context"),
+    "search_memory_mode": ("powercontext.search.ranking.fusion", "search_memory_mode"),
     "index_experience_head": ("powercontext.search.maintenance", "index_experience_head"),
     "index_memberships": ("powercontext.search.maintenance", "index_memberships"),
     "unindex_memberships": ("powercontext.search.maintenance", "unindex_memberships"),
-    "ExperienceHit": ("powercontext.core.hits", "ExperienceHit"),
-    "MemoryHit": ("powercontext.core.hits", "MemoryHit"),
-    "search_context": ("powercontext.search.queries", "search_context"),
-    "search_experience": ("powercontext.search.queries", "search_experience"),
-    "search_memory": ("powercontext.search.queries", "search_memory"),
     "VerifyReport": ("powercontext.search.rebuild", "VerifyReport"),
     "count_expected": ("powercontext.search.rebuild", "count_expected"),
-    "missing_vectors": ("powercontext.search.vector_index", "missing_vectors"),
     "rebuild_index": ("powercontext.search.rebuild", "rebuild_index"),
-    "rebuild_vectors": ("powercontext.search.vector_index", "rebuild_vectors"),
-    "scopes_missing_vectors": ("powercontext.search.vector_index", "scopes_missing_vectors"),
     "verify_index": ("powercontext.search.rebuild", "verify_index"),
-    "available_modes": ("powercontext.search.vectors", "available_modes"),
-    "best_mode": ("powercontext.search.vectors", "best_mode"),
-    "hybrid_search_context": ("powercontext.search.vectors", "hybrid_search_context"),
-    "search_memory_mode": ("powercontext.search.vectors", "search_memory_mode"),
-    "vector_search_memory": ("powercontext.search.vectors", "vector_search_memory"),
 }
 
 

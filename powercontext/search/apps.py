@@ -7,7 +7,7 @@ from django.apps import AppConfig
 def _warm_up_embeddings(**kwargs: Any) -> None:
     """Each Celery worker process loads the embedding model when it starts, not on its first task
     (gunicorn workers: gunicorn.conf.py; runserver: powercontext/wsgi.py)."""
-    from powercontext.search import embedding
+    from powercontext.search.vectors import embedding
 
     embedding.warm_up()
 

@@ -1,13 +1,22 @@
-"""Index maintenance inside the writers' transactions.
+"""Index maintenance inside the writers' transactions: the full-text rows and the vectors.
 
 Services that change what an index should hold call these in their own transaction, so an index
-row appears and disappears with the authoritative row it derives from.
+row appears and disappears with the authoritative row it derives from. Vectors are embedded
+there too (``POWERCONTEXT_EMBED_WRITES=sync``) or, by default, after the writer's commit: its
+scope's embedder is signalled then (``signal_after_commit``; ``vectors.pending``).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterable
 
+from django.conf import settings
+from django.db import transaction
+
+from powercontext.core import broker
 from powercontext.core.models import (
     Artifact,
     ExperienceSearchDocument,
@@ -15,9 +24,17 @@ from powercontext.core.models import (
     MemoryMembership,
     MemorySearchDocument,
 )
-from powercontext.search import analyzer, pending
-from powercontext.search.engines import engine
-from powercontext.search.vectors import add_experience_vector, add_vectors, remove_vectors_of_memberships
+from powercontext.search import tasks
+from powercontext.search.fulltext import analyzer
+from powercontext.search.fulltext.engines import engine
+from powercontext.search.vectors import pending
+from powercontext.search.vectors.vector_index import (
+    add_experience_vector,
+    add_vectors,
+    remove_vectors_of_memberships,
+)
+
+logger = logging.getLogger("powercontext.search")
 
 
 def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
@@ -26,7 +43,7 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     Vectors: with ``POWERCONTEXT_EMBED_WRITES=sync`` each membership's entry version is embedded
     here, in the writer's transaction, when the model is available (skipped, never an error, when
     it is not). With ``async`` (the default) nothing is embedded here: the scope's embedder is
-    signalled after commit and fills the gap (``search.pending``)."""
+    signalled after commit and fills the gap (``vectors.pending``)."""
     items = list(items)
     db = engine()
     documents = []
@@ -43,7 +60,7 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     MemorySearchDocument.objects.bulk_create(documents)
     if pending.is_async():
         for scope_id in sorted({m.scope_id for m, _ in items}):
-            pending.signal_after_commit(scope_id)
+            signal_after_commit(scope_id)
     else:
         add_vectors((m.entry_version_id, m.scope_id, text) for m, text in items)
 
@@ -71,6 +88,43 @@ def index_experience_head(head: Artifact) -> None:
             length=len(terms),
         )
         if pending.is_async():
-            pending.signal_after_commit(head.scope_id)
+            signal_after_commit(head.scope_id)
         else:
             add_experience_vector(head)
+
+
+# -- signals (after the writer's commit) -----------------------------------------------------------
+
+
+def signal_after_commit(scope_id: str) -> None:
+    """Inside a writer's transaction: ask for the scope's vectors once it has committed."""
+    transaction.on_commit(lambda: _dispatch(scope_id))
+
+
+def _dispatch(scope_id: str) -> None:
+    # After commit, on the writer's thread: cheap (no model, no query), and never raises, since
+    # the write has already succeeded and the gap is recorded in the database anyway.
+    try:
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            pending.worker().submit(scope_id)
+        else:
+            _enqueue(scope_id)
+    except Exception as exc:
+        logger.warning("embed_signal failed error_class=%s", type(exc).__name__)
+
+
+_sent_lock = threading.Lock()
+_sent: dict[str, float] = {}
+
+
+def _enqueue(scope_id: str) -> None:
+    window = float(settings.POWERCONTEXT_EMBED_COALESCE_SECONDS)
+    now = time.monotonic()
+    with _sent_lock:
+        if now - _sent.get(scope_id, float("-inf")) < window:
+            return  # a task sent less than a window ago, or the sweep, covers this commit
+        _sent[scope_id] = now
+        if len(_sent) > 10_000:
+            for key in [k for k, at in _sent.items() if now - at >= window]:
+                del _sent[key]
+    broker.publish(tasks.embed_pending, (scope_id,))

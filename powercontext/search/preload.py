@@ -6,7 +6,8 @@ makes the reads a first prepare of that scope would make, through the same funct
 results land in the same caches under the same keys: the Memory vector matrix and Experience
 rows (``vector_inprocess``; only while they fit in what is left of
 ``POWERCONTEXT_VECTOR_CACHE_MB``), the head's membership order (``rerank_state``), the scope's index
-totals (``relevance``) and, on PostgreSQL, its BM25 figures (``bm25``). Every one of those caches
+totals (``bm25.scope_figures``) and, on PostgreSQL, its BM25 figures (``bm25.memory_statistics``).
+Every one of those caches
 is keyed by what a write changes (the head revision, the largest vector id, the set of Experience
 vector ids, the head the figures were counted at), so a write after the preload is read by the
 next prepare exactly as after a prepare that filled them: a preloaded entry is never served stale.
@@ -25,8 +26,10 @@ from dataclasses import dataclass
 from django.db import connection
 
 from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact
-from powercontext.search import bm25, embedding, relevance, rerank_state, vector_cache, vector_inprocess
-from powercontext.search.indexes import MEMORY_INDEX
+from powercontext.search.fulltext import bm25
+from powercontext.search.fulltext.indexes import MEMORY_INDEX
+from powercontext.search.ranking import rerank_state
+from powercontext.search.vectors import embedding, vector_cache, vector_inprocess
 
 logger = logging.getLogger("powercontext.search")
 
@@ -59,7 +62,7 @@ def preload_scope(scope_id: str) -> bool | None:
     room = vector_cache.cache_bound_bytes() - vector_cache.cache_stats()["bytes"]
     with_vectors = model is not None and vector_inprocess.preload(scope_id, model.model_id, room)
     rerank_state.head(scope_id, revision)
-    relevance.scope_figures(MEMORY_INDEX, scope_id, [], revision)
+    bm25.scope_figures(MEMORY_INDEX, scope_id, [], revision)
     if connection.vendor == "postgresql":
         bm25.memory_statistics(scope_id)
     return with_vectors

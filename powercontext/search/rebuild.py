@@ -1,4 +1,5 @@
-"""Rebuild and verify: recompute index rows from authoritative rows at any time.
+"""Rebuild and verify both indexes, full text and vectors: recompute their rows from
+authoritative rows at any time.
 
 Only derived rows change, so citations are untouched; each scope is rebuilt in one transaction.
 """
@@ -9,11 +10,16 @@ from collections.abc import Callable
 
 from django.db import models, transaction
 
-from powercontext.search import bm25, embedding, vector_cache
-from powercontext.search.engines import Engine, engine
-from powercontext.search.indexes import INDEXES, REBUILD_BATCH, Index, merge_join, stored_rows
-from powercontext.search.indexes import VerifyReport as VerifyReport
-from powercontext.search.vector_index import rebuild_vectors, verify_experience_vectors, verify_vectors
+from powercontext.search.fulltext import bm25
+from powercontext.search.fulltext.engines import Engine, engine
+from powercontext.search.fulltext.indexes import INDEXES, REBUILD_BATCH, Index, merge_join, stored_rows
+from powercontext.search.fulltext.indexes import VerifyReport as VerifyReport
+from powercontext.search.vectors import embedding, vector_cache
+from powercontext.search.vectors.vector_index import (
+    rebuild_vectors,
+    verify_experience_vectors,
+    verify_vectors,
+)
 
 
 def count_expected(scope_id: str | None = None) -> int:

@@ -182,7 +182,7 @@ POWERCONTEXT_VECTOR_CACHE_MB = env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, mini
 # powercontext/warmup.py, docs/operators.md.
 POWERCONTEXT_PRELOAD_SCOPES = env_int("POWERCONTEXT_PRELOAD_SCOPES", 32, minimum=0)
 POWERCONTEXT_PRELOAD_SECONDS = env_int("POWERCONTEXT_PRELOAD_SECONDS", 5, minimum=0)
-# The relevance floor (powercontext/search/relevance.py; calibration in docs/retrieval.md): a
+# The relevance floor (powercontext/search/ranking/relevance.py; calibration in docs/retrieval.md): a
 # Memory or Experience candidate reaches the builder only when its raw cosine similarity to the
 # query is at least MIN_SIMILARITY, or when it covers at least MIN_LEXICAL_SHARE of the query's
 # IDF mass and its similarity (if it has a vector) is at least MIN_LEXICAL_SIMILARITY. All three

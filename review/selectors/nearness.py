@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 
 SKETCH = 256  # bottom-k hashes kept per term set: exact similarity up to this many distinct terms
 

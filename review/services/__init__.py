@@ -36,7 +36,7 @@ from powercontext.memory.artifacts import (
     artifact_revision_create,
     head_ref,
 )
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 from review.merge import merge_fields
 from review.models import Candidate, CandidateClaim, ReviewDecision
 from review.services.governance import SelfApprovalForbidden, check_four_eyes

@@ -37,7 +37,7 @@ from powercontext.memory.artifacts import (
     artifact_revision_create,
     head_ref,
 )
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 from review.models import Candidate, CandidateVersion, ReviewAction
 from review.services.rows import lock_candidate, write_version
 from review.services.submission import Submission, invalid

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 from tests.api.helpers import (
     assert_error,
     assert_invalid,

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from powercontext.core.models import MemoryEntryVector
 from powercontext.core.tokens import api_token_create
 from powercontext.memory.selectors import memory_list_entries
-from powercontext.search.vector_index import missing_vectors
+from powercontext.search.vectors.vector_index import missing_vectors
 from review.models import Candidate
 from tests.hardening.services import (
     RedisServer,

@@ -16,13 +16,15 @@ from powercontext.celery import app as celery_app
 # Loaded on first use only: the embedding model's runtime and tokenizer, the MCP SDK. Commands
 # that do not load the URLconf (``--help``, most commands) do not load NumPy or secret detectors.
 HEAVY = ("onnxruntime", "tokenizers", "mcp")
-# powercontext.search is an app (its package loads, its names on first use); its engines must not.
+# powercontext.search is an app (its package loads, its names on first use); its engines, its
+# vectors and its rankings must not.
 WITHOUT_URLS = (
     *HEAVY,
     "numpy",
     "detect_secrets",
-    "powercontext.search.engines",
+    "powercontext.search.fulltext.engines",
     "powercontext.search.vectors",
+    "powercontext.search.ranking",
 )
 
 _PROBE = """

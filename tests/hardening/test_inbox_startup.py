@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from powercontext import warmup
-from powercontext.search import embedding
+from powercontext.search.vectors import embedding
 from tests.fresh_process import run_script
 
 HEAVY = ("numpy", "onnxruntime", "tokenizers")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 
 
 @pytest.mark.parametrize(

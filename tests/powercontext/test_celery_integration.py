@@ -98,10 +98,10 @@ def test_a_real_worker_embeds_what_async_writes_left_without_vectors(
     worker: Celery, embeddings: object, settings: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from powercontext.core.models import MemoryEntryVector
-    from powercontext.search import pending
+    from powercontext.search import maintenance
 
     settings.POWERCONTEXT_EMBED_WRITES = "async"  # type: ignore[attr-defined]
-    monkeypatch.setattr(pending, "_dispatch", lambda scope_id: None)  # no thread in this process
+    monkeypatch.setattr(maintenance, "_dispatch", lambda scope_id: None)  # no thread in this process
     for i in range(20):
         make_memory("embed-scope", f"a note the worker embeds, number {i}")
     assert MemoryEntryVector.objects.filter(scope_id="embed-scope").count() == 0

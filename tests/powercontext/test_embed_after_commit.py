@@ -14,7 +14,8 @@ from powercontext import search
 from powercontext.core import broker
 from powercontext.core.models import MemoryEntryVector
 from powercontext.memory import services as memory_services
-from powercontext.search import embedding, pending, tasks
+from powercontext.search import maintenance, tasks
+from powercontext.search.vectors import embedding, pending
 from tests.powercontext.factories import citation_of, make_memory
 from tests.powercontext.test_concurrency import run_together
 
@@ -211,12 +212,12 @@ def test_service_mode_signals_coalesce_into_one_task_per_scope_sent_without_coun
     monkeypatch.setattr(
         tasks.embed_pending, "apply_async", lambda args, **options: sent.append((args, options))
     )
-    monkeypatch.setattr(pending, "_sent", {})
+    monkeypatch.setattr(maintenance, "_sent", {})
     broker.reset()
 
     for _ in range(50):
-        pending._dispatch("busy-scope")
-    pending._dispatch("other-scope")
+        maintenance._dispatch("busy-scope")
+    maintenance._dispatch("other-scope")
 
     assert [args for args, _ in sent] == [("busy-scope",), ("other-scope",)]
     for _, options in sent:
@@ -237,11 +238,11 @@ def test_a_failing_signal_is_logged_without_text_and_never_raises(
         raise ConnectionError("broker at secret-host said no")
 
     monkeypatch.setattr(tasks.embed_pending, "apply_async", broken)
-    monkeypatch.setattr(pending, "_sent", {})
+    monkeypatch.setattr(maintenance, "_sent", {})
     broker.reset()
 
-    pending._dispatch("private-scope")
-    pending._dispatch("another-private-scope")  # within the back-off: not even tried
+    maintenance._dispatch("private-scope")
+    maintenance._dispatch("another-private-scope")  # within the back-off: not even tried
 
     assert len(calls) == 1
     assert caplog.text.count("broker publish failed error_class=ConnectionError") == 1
@@ -293,7 +294,7 @@ def test_gaps_left_by_a_dead_process_are_filled_when_the_next_thread_starts(
     embeddings: Any, async_writes: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as lost:
-        lost.setattr(pending, "_dispatch", lambda scope_id: None)  # the signals died with it
+        lost.setattr(maintenance, "_dispatch", lambda scope_id: None)  # the signals died with it
         for text in [PAINTING, *FILLER]:
             make_memory("crashed", text)
     assert vector_count("crashed") == 0
@@ -333,7 +334,7 @@ def test_concurrent_embedders_neither_fail_nor_duplicate(
     embeddings: Any, async_writes: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as quiet:
-        quiet.setattr(pending, "_dispatch", lambda scope_id: None)
+        quiet.setattr(maintenance, "_dispatch", lambda scope_id: None)
         for i in range(40):
             make_memory("both", f"{FILLER[i % len(FILLER)]} (note {i})")
     monkeypatch.setattr(pending, "BATCH", 8)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.search import pending
+from powercontext.search.vectors import pending
 
 
 class Clock:

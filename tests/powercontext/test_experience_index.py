@@ -6,7 +6,7 @@ import pytest
 
 from powercontext import search
 from powercontext.core.models import Artifact, ExperienceSearchDocument
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 from tests.powercontext.test_search_context import approve_experience
 
 

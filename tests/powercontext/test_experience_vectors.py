@@ -20,7 +20,7 @@ from powercontext.core.models import Artifact, ArtifactRevision, ExperienceVecto
 from powercontext.core.recall import EXPERIENCE_FAMILY
 from powercontext.memory.artifacts import artifact_head_retire
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import embedding, pending, vector_cache, vector_index, vector_inprocess
+from powercontext.search.vectors import embedding, pending, vector_cache, vector_index, vector_inprocess
 from review import services as review
 from tests.review.factories import make_approved, make_candidate, make_reviewer, result_ref
 

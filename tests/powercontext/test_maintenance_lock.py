@@ -11,7 +11,7 @@ import pytest
 from powercontext import search
 from powercontext.core import heartbeat
 from powercontext.core.models import MemorySearchDocument
-from powercontext.search import tasks
+from powercontext.search import rebuild, tasks
 from tests.powercontext.factories import make_memory
 from tests.powercontext.test_concurrency import run_together
 
@@ -34,7 +34,7 @@ def test_two_concurrent_rebuilds_both_complete_one_after_the_other(monkeypatch: 
         assert heartbeat.REBUILD in seen_rebuild  # marked in progress while it runs
         return written
 
-    monkeypatch.setattr(search, "rebuild_index", recorded)
+    monkeypatch.setattr(rebuild, "rebuild_index", recorded)
 
     results = run_together([tasks.rebuild_search_index.run, tasks.rebuild_search_index.run])
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from powercontext.search import embedding, model_build
+from powercontext.search.vectors import embedding, model_build
 
 SENTENCES = [
     "Caroline went to an LGBTQ support group on Tuesday.",

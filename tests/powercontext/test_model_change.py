@@ -11,7 +11,8 @@ import pytest
 
 from powercontext import search
 from powercontext.core.models import MemoryEntryVector
-from powercontext.search import embedding, pending, tasks
+from powercontext.search import tasks
+from powercontext.search.vectors import embedding, pending
 from tests.powercontext.factories import make_memory
 
 PAINTING = "Ann painted a sunrise over the lake"

@@ -14,7 +14,7 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.explain_selectors import prepare_explain
 from powercontext.prepare.selection import admits, context_candidates, select, wording
-from powercontext.search import relevance
+from powercontext.search.ranking import relevance
 from tests.review.factories import make_approved
 
 HEAD = ArtifactRef(family="memory", artifact_id="memory", revision=1)

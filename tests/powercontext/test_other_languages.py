@@ -1,7 +1,7 @@
-"""Queries in other languages than English (``powercontext.search.languages``): the model finds
-unrelated text in French, German, Spanish, Italian, Portuguese, Dutch or Swedish alike, so such a
-query needs a higher similarity to be admitted on meaning alone; and each language's function words stop
-counting as the query's topic. The shipped note, negative and related sets
+"""Queries in other languages than English (``powercontext.search.fulltext.languages``): the model
+finds unrelated text in French, German, Spanish, Italian, Portuguese, Dutch or Swedish alike, so
+such a query needs a higher similarity to be admitted on meaning alone; and each language's
+function words stop counting as the query's topic. The shipped note, negative and related sets
 (``powercontext/evaluation/data``) are read."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.prepare.explain_selectors import prepare_explain
-from powercontext.search import analyzer, languages, relevance
+from powercontext.search.fulltext import analyzer, languages
+from powercontext.search.ranking import relevance
 
 EPSILON = 1e-6
 

@@ -19,7 +19,7 @@ from powercontext.prepare.application import PrepareRequest, ScopedContextApplic
 from powercontext.prepare.cut import CutFigures, EvidenceModel, estimates, keeps
 from powercontext.prepare.models import PrepareAggregate
 from powercontext.prepare.selection import context_candidates, select
-from powercontext.search import relevance
+from powercontext.search.ranking import relevance
 
 HEAD = ArtifactRef(family="memory", artifact_id="memory", revision=1)
 SCOPE = "repo-cut"

@@ -1,5 +1,5 @@
 """The relevance floor: a Memory or Experience candidate reaches the builder only when its own
-similarity or lexical share clears the floor (``powercontext.search.relevance``); unrelated
+similarity or lexical share clears the floor (``powercontext.search.ranking.relevance``); unrelated
 prompts get an empty pack. The scopes are written here; the shipped negative prompt sets
 (``powercontext/evaluation/data``) are read."""
 
@@ -19,7 +19,8 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.explain_selectors import prepare_explain
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import embedding, relevance, vectors
+from powercontext.search.ranking import relevance, rerank
+from powercontext.search.vectors import embedding, queries
 from tests.review.factories import make_approved
 
 EPSILON = 1e-6
@@ -67,7 +68,7 @@ def memory_texts(scope: str, query: str) -> list[str]:
 def figures(scope: str, query: str, text: str) -> tuple[float | None, float | None]:
     """(similarity, lexical share) of the candidate with ``text``, as selection computes them."""
     if search.best_mode() == "hybrid":
-        rows, _ = vectors.ranked_context(scope, query, memory_limit=32, experience_limit=0)
+        rows, _ = rerank.ranked_context(scope, query, memory_limit=32, experience_limit=0)
     else:
         rows = relevance.annotate_memory(scope, query, search.search_memory(scope, query, 32))
     (row,) = [row for row in rows if row.text == text]
@@ -177,7 +178,7 @@ def experience_situations(scope: str, query: str) -> list[str]:
 def experience_figures(scope: str, query: str) -> tuple[float | None, float | None]:
     rows = search.search_experience(scope, query, 8)
     if embedding.embedder() is not None:
-        rows = vectors.vector_search_experience(scope, query, 8)
+        rows = queries.vector_search_experience(scope, query, 8)
     (row,) = relevance.annotate_experience(scope, query, rows)
     return row.similarity, row.lexical_share
 
@@ -314,8 +315,6 @@ def test_over_http_and_the_codex_hook_an_unrelated_prompt_is_empty_and_silent(
 
 
 def test_speaker_labels_used_by_the_ranking() -> None:  # neighbours: test_rerank
-    from powercontext.search import rerank
-
     words = {"what", "did", "caroline", "research"}
     assert rerank.speaker_named("Caroline: I researched adoption agencies.", words)
     assert not rerank.speaker_named("Melanie: Caroline researched it.", words)  # named, not speaking

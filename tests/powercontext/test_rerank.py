@@ -1,7 +1,7 @@
-"""Prepare's Memory ranking (``powercontext.search.rerank``): neighbours in the head's order,
-smoothing, fusion and the speaker prior give what the module docstring describes, computed over
-arrays with what is kept per head revision (``rerank_state``); a write moves the head and nothing
-kept for the earlier one is used. Runs on both databases."""
+"""Prepare's Memory ranking (``powercontext.search.ranking.rerank``): neighbours in the head's
+order, smoothing, fusion and the speaker prior give what the module docstring describes, computed
+over arrays with what is kept per head revision (``rerank_state``); a write moves the head and
+nothing kept for the earlier one is used. Runs on both databases."""
 
 from __future__ import annotations
 
@@ -13,16 +13,10 @@ import pytest
 from powercontext.core.hits import MemoryHit
 from powercontext.core.models import MemoryMembership
 from powercontext.memory.services import memory_remember
-from powercontext.search import (
-    analyzer,
-    embedding,
-    relevance,
-    rerank,
-    rerank_state,
-    vector_inprocess,
-    vectors,
-)
-from powercontext.search.indexes import MEMORY_INDEX
+from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext.indexes import MEMORY_INDEX
+from powercontext.search.ranking import fusion, relevance, rerank, rerank_state
+from powercontext.search.vectors import embedding, vector_inprocess
 from tests.powercontext import test_relevance_floor
 
 CHAT = [
@@ -103,9 +97,9 @@ def reference(
     rows = {row.key: row for row in (*semantic, *lexical)}
     revision = lexical[0].revision if lexical else semantic[0].revision
     terms = analyzer.query_terms(query)
-    figures = relevance.scope_figures(MEMORY_INDEX, scope, terms, revision)
+    figures = bm25.scope_figures(MEMORY_INDEX, scope, terms, revision)
     counted = rerank_state.index_counts(scope, list(rows), terms)
-    bm25 = {row.key: relevance.bm25(figures, terms, row.text, counted.get(row.key)) for row in lexical}
+    lexical_scores = {row.key: bm25.score(figures, terms, row.text, counted.get(row.key)) for row in lexical}
     order = list(
         MemoryMembership.objects.filter(scope_id=scope, to_revision__isnull=True, state="active")
         .order_by("pk")
@@ -139,17 +133,17 @@ def reference(
     fused: dict[int, float] = {}
     vector_ranked = 0
     for weight, scores in (
-        (vectors.FTS_WEIGHT, smoothed(bm25, 0.5)),
-        (vectors.VECTOR_WEIGHT, smoothed(positive, 0.2)),
+        (fusion.FTS_WEIGHT, smoothed(lexical_scores, 0.5)),
+        (fusion.VECTOR_WEIGHT, smoothed(positive, 0.2)),
     ):
         ranked = sorted((pk for pk in scores if scores[pk] > 0), key=lambda pk: (-scores[pk], pk))[
             : rerank.POOL_DEPTH
         ]
-        if weight == vectors.VECTOR_WEIGHT:
+        if weight == fusion.VECTOR_WEIGHT:
             vector_ranked = len(ranked)
         for rank, pk in enumerate(ranked, start=1):
-            fused[pk] = fused.get(pk, 0.0) + weight / (vectors.RRF_K + rank)
-    best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if vector_ranked else 0.0)) / (vectors.RRF_K + 1)
+            fused[pk] = fused.get(pk, 0.0) + weight / (fusion.RRF_K + rank)
+    best = (fusion.FTS_WEIGHT + (fusion.VECTOR_WEIGHT if vector_ranked else 0.0)) / (fusion.RRF_K + 1)
     texts = dict(MemoryMembership.objects.filter(pk__in=list(fused)).values_list("pk", "entry_version__text"))
     words = set(analyzer.analyze(query))
     scored = {
@@ -157,7 +151,7 @@ def reference(
         for pk, value in fused.items()
     }
     window = sorted(scored, key=lambda pk: (-scored[pk], pk))[:limit]
-    weights = relevance.idf_weights(figures, relevance.content_terms(query))
+    weights = bm25.idf_weights(figures, relevance.content_terms(query))
     return [
         (
             pk,
@@ -174,7 +168,7 @@ def test_the_ranking_is_the_documented_one(embeddings: Any) -> None:
     for text in CHAT:
         memory_remember(scope_id="chat", kind="conversation", text=text)
     for query in QUERIES:
-        lexical, semantic, _ = vectors._one_head_rankings(
+        lexical, semantic, _ = fusion.one_head_rankings(
             "chat", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
         )
         assert semantic
@@ -202,7 +196,7 @@ def test_a_write_moves_the_head_and_what_was_kept_for_the_earlier_one_is_not_use
     query = "Which lake did they swim in?"
 
     def ranked() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        lexical, semantic, _ = vectors._one_head_rankings(
+        lexical, semantic, _ = fusion.one_head_rankings(
             "moved", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
         )
         got = rerank.rank_memory("moved", query, lexical, semantic or [], 32)

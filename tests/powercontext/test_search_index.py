@@ -14,6 +14,7 @@ from powercontext.core.models import MemorySearchDocument
 from powercontext.memory import services as memory_services
 from powercontext.memory.selectors import memory_search
 from powercontext.search import tasks
+from powercontext.search.fulltext import analyzer
 from tests.powercontext.factories import citation_of, make_memory
 
 QUERIES = ["deploy database", "迁移", "🚀", "cafe\u0301", "tests", "note 7", "rollback plan"]
@@ -100,7 +101,7 @@ def test_verify_detects_a_corrupted_row_and_repair_restores_it() -> None:
 def test_rows_of_the_previous_token_format_are_reported_and_a_rebuild_makes_them_searchable() -> None:
     make_memory("alpha", "Ann painted a sunrise")
     # Token format 2 indexed words unstemmed: what an index from before the upgrade holds.
-    unstemmed = search.engines.scope_tokens("alpha", ["ann", "painted", "a", "sunrise"])
+    unstemmed = analyzer.scope_tokens("alpha", ["ann", "painted", "a", "sunrise"])
     if connection.vendor == "postgresql":
         old_terms = " ".join(f"{token}:{n}" for n, token in enumerate(unstemmed, start=1))
     else:

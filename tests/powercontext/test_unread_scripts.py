@@ -17,7 +17,7 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.prepare.explain_selectors import prepare_explain
-from powercontext.search import embedding
+from powercontext.search.vectors import embedding
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from powercontext import search
 from powercontext.core.checks import removed_settings
-from powercontext.search import embedding, vector_cache, vector_inprocess
+from powercontext.search.vectors import embedding, vector_cache, vector_inprocess
 from tests.powercontext.factories import make_memory
 from tests.powercontext.test_experience_vectors import seed_heads, unit
 

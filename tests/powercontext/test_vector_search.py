@@ -14,7 +14,8 @@ from powercontext.core.models import MemoryEntryVector
 from powercontext.memory import services as memory_services
 from powercontext.memory.selectors import memory_search
 from powercontext.prepare.selection import context_candidates
-from powercontext.search import embedding, vector_inprocess, vectors
+from powercontext.search.ranking import fusion
+from powercontext.search.vectors import embedding, vector_inprocess
 from tests.powercontext.factories import citation_of, make_memory
 
 PAINTING = "Ann painted a sunrise over the lake"
@@ -256,14 +257,14 @@ def test_fusion_weights_ranks_and_merges_channels() -> None:
     lexical = [row(1, "fts"), row(2, "fts")]
     semantic = [row(2, "vector"), row(3, "vector")]
 
-    fused = vectors.fuse([(1.0, lexical), (0.8, semantic)], 10)
+    fused = fusion.fuse([(1.0, lexical), (0.8, semantic)], 10)
 
     assert [r.key for r in fused] == [2, 1, 3]
     assert fused[0].matched_by == ("fts", "vector") and fused[0].score == pytest.approx(
-        (1.0 / (vectors.RRF_K + 2) + 0.8 / (vectors.RRF_K + 1)) / (1.8 / (vectors.RRF_K + 1))
+        (1.0 / (fusion.RRF_K + 2) + 0.8 / (fusion.RRF_K + 1)) / (1.8 / (fusion.RRF_K + 1))
     )
     assert all(0.0 < r.score <= 1.0 for r in fused)
-    assert vectors.fuse([(1.0, lexical), (0.8, semantic)], 1) == fused[:1]
+    assert fusion.fuse([(1.0, lexical), (0.8, semantic)], 1) == fused[:1]
 
 
 @pytest.mark.django_db

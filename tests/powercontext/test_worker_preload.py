@@ -20,7 +20,10 @@ from django.utils import timezone
 from powercontext import warmup
 from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemoryMembership
 from powercontext.prepare.models import PrepareAggregate
-from powercontext.search import bm25, embedding, preload, relevance, rerank, vector_cache, vector_inprocess
+from powercontext.search import preload
+from powercontext.search.fulltext import bm25
+from powercontext.search.ranking import rerank
+from powercontext.search.vectors import embedding, vector_cache, vector_inprocess
 from tests.fresh_process import run_script
 from tests.powercontext.factories import make_memory
 
@@ -37,8 +40,8 @@ def fresh_process() -> None:
     vector_cache.clear_cache()
     rerank.clear_cache()
     bm25.clear_cache()
-    with relevance._totals_lock:
-        relevance._totals.clear()
+    with bm25._totals_lock:
+        bm25._totals.clear()
 
 
 def cached(scope: str) -> set[str]:
@@ -50,7 +53,7 @@ def cached(scope: str) -> set[str]:
         "vectors": scope in vector_inprocess._cache,
         "experience": scope in vector_inprocess._experience_cache,
         "order": getattr(rerank.rerank_state._heads.get(scope), "revision", None) == revision,
-        "totals": (scope, revision) in relevance._totals,
+        "totals": (scope, revision) in bm25._totals,
     }
     return {name for name, present in held.items() if present}
 
@@ -200,7 +203,8 @@ import django
 django.setup()
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from powercontext.search import embedding, rerank, vector_inprocess
+from powercontext.search.vectors import embedding, vector_inprocess
+from powercontext.search.ranking import rerank
 runpy.run_path("gunicorn.conf.py")["post_worker_init"](None)
 held = {"vectors": "harbour" in vector_inprocess._cache, "order": "harbour" in rerank.rerank_state._heads}
 query = embedding.embedder().embed_query("who opens the gate")

@@ -14,7 +14,7 @@ from powercontext.core.models import ApiToken, Artifact, ArtifactRevision, Exper
 from powercontext.core.tokens import api_token_revoke, token_digest
 from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.prepare.experience import experience_search
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 from review import services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import make_memory

@@ -18,7 +18,7 @@ from powercontext.core.exceptions import (
 )
 from powercontext.core.models import Artifact, ArtifactRevision, ExperienceSearchDocument
 from powercontext.prepare.experience import experience_search
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 from review import services
 from review.models import Candidate, CandidateVersion, ReviewDecision
 from tests.powercontext.factories import make_memory

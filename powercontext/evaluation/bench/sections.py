@@ -206,7 +206,7 @@ def bench_embed_writes(count: int, write: Callable[[str], Any], rounds: int = 1)
     within a run, which with a fixed order counted against the last mode."""
     from django.test import override_settings
 
-    from powercontext.search import embedding, pending
+    from powercontext.search.vectors import embedding, pending
 
     if embedding.embedder() is None:
         return {"skipped": "the embedding model is unavailable"}

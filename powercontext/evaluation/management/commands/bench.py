@@ -31,7 +31,7 @@ from powercontext.evaluation.bench.common import (
 from powercontext.memory.selectors import memory_search
 from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
-from powercontext.search import embedding, pending, vector_cache
+from powercontext.search.vectors import embedding, pending, vector_cache
 
 
 class Command(BaseCommand):

@@ -48,7 +48,7 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare import selection
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.trace import HELD_BY_REPORTS
-from powercontext.search import embedding, pending
+from powercontext.search.vectors import embedding, pending
 
 BATCH = 5000
 FEEDBACK, NONE = "feedback", "none"

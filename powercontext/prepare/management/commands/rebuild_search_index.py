@@ -13,8 +13,8 @@ from django.core.management.base import CommandError, CommandParser
 from powercontext import search
 from powercontext.core.management.scoped import ScopedCommand
 from powercontext.feedback import services as feedback_services
-from powercontext.search import vector_cache
 from powercontext.search.locking import maintenance_lock
+from powercontext.search.vectors import vector_cache
 
 
 class Command(ScopedCommand):

@@ -2,7 +2,8 @@
 
 Tuned on the LoCoMo dev file, leave-one-conversation-out (``docs/retrieval.md``, "Relevance
 floor and ranking"). Given the full-text ranking (``LEXICAL_DEPTH`` rows, BM25) and the vector
-ranking (``VECTOR_DEPTH`` rows, cosine) of one head:
+ranking (``VECTOR_DEPTH`` rows, cosine) of one head (``ranked_context``, prepare's entry, reads
+both: ``fusion.one_head_rankings``):
 
 1. **Pool**: the first ``POOL_DEPTH`` of each, plus each one's neighbours: the
    ``NEIGHBOUR_SPAN`` active entries remembered just before and just after it in the scope
@@ -16,8 +17,8 @@ ranking (``VECTOR_DEPTH`` rows, cosine) of one head:
    entry's stored text and citation stay its own, and the relevance floor judges the entry's
    own similarity and lexical share.
 3. **Fusion**: weighted reciprocal-rank fusion of the two smoothed rankings (the first
-   ``POOL_DEPTH`` of each; full text weight 1, vectors ``vectors.VECTOR_WEIGHT``, k
-   ``vectors.RRF_K``), scaled by the best possible score into (0, 1].
+   ``POOL_DEPTH`` of each; full text weight 1, vectors ``fusion.VECTOR_WEIGHT``, k
+   ``fusion.RRF_K``), scaled by the best possible score into (0, 1].
 4. **Speaker prior**: ``SPEAKER_PRIOR`` is added when the entry starts with a speaker label
    (``Name:``) whose words the query names ("What did Caroline research?" prefers Caroline's
    own turns).
@@ -41,8 +42,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from powercontext.core.hits import MemoryHit
-from powercontext.search import analyzer, embedding, languages, relevance, rerank_state, vector_inprocess
+from powercontext.core.hits import ExperienceHit, MemoryHit
+from powercontext.search.fulltext import analyzer, bm25, languages
+from powercontext.search.ranking import fusion, relevance, rerank_state
+from powercontext.search.vectors import embedding, vector_inprocess
 
 if TYPE_CHECKING:
     import numpy as np
@@ -215,11 +218,9 @@ def _fused(
     ids: np.ndarray[Any, Any], rankings: Sequence[tuple[float, np.ndarray[Any, Any]]]
 ) -> np.ndarray[Any, Any]:
     """Weighted reciprocal-rank fusion over the candidates (0: in no ranking)."""
-    from powercontext.search import vectors  # vectors imports this module's callers
-
     fused = np.zeros(len(ids))
     for weight, ranking in rankings:
-        fused[ranking] = fused[ranking] + weight / (vectors.RRF_K + np.arange(1, len(ranking) + 1))
+        fused[ranking] = fused[ranking] + weight / (fusion.RRF_K + np.arange(1, len(ranking) + 1))
     return fused
 
 
@@ -259,8 +260,6 @@ def rank_memory(
 ) -> list[MemoryHit]:
     """The fused, smoothed, annotated ranking of one head's full-text and vector rankings (both
     citing one head revision), best first, at most ``limit`` rows."""
-    from powercontext.search import vectors  # vectors imports this module's callers
-
     rows: dict[int, MemoryHit] = {}
     for row in (*lexical, *semantic):
         rows.setdefault(row.key, row)
@@ -276,7 +275,7 @@ def rank_memory(
     known = rerank_state.head(scope_id, revision)
     figures = rerank_state.figures(scope_id, query_terms, revision, known)
     counted = rerank_state.index_counts(scope_id, [row.key for row in lexical], query_terms, known)
-    bm25 = [relevance.bm25(figures, query_terms, row.text, counted.get(row.key)) for row in lexical]
+    lexical_scores = [bm25.score(figures, query_terms, row.text, counted.get(row.key)) for row in lexical]
     pool = list(
         dict.fromkeys([row.key for row in lexical[:POOL_DEPTH]] + [row.key for row in semantic[:POOL_DEPTH]])
     )
@@ -286,14 +285,16 @@ def rank_memory(
     # the vector ranking just read the matrix at this revision when it found anything.
     cosine = _cosines(scope_id, query, ids, rows, revision if semantic else None)
     values = np.zeros((2, slots.size))  # BM25, cosine clamped at 0
-    slots.place(values[0], np.asarray([row.key for row in lexical], dtype=np.int64), np.asarray(bm25))
+    slots.place(
+        values[0], np.asarray([row.key for row in lexical], dtype=np.int64), np.asarray(lexical_scores)
+    )
     has_cosine = ~np.isnan(cosine)
     values[1, at[has_cosine]] = np.maximum(cosine[has_cosine], 0.0)
     smoothed = _smoothed(values, slots, at, np.asarray(_WEIGHTS))
     lexical_rank = _top(ids, smoothed[0], POOL_DEPTH)
     vector_rank = _top(ids, smoothed[1], POOL_DEPTH)
-    fused = _fused(ids, [(vectors.FTS_WEIGHT, lexical_rank), (vectors.VECTOR_WEIGHT, vector_rank)])
-    best = (vectors.FTS_WEIGHT + (vectors.VECTOR_WEIGHT if len(vector_rank) else 0.0)) / (vectors.RRF_K + 1)
+    fused = _fused(ids, [(fusion.FTS_WEIGHT, lexical_rank), (fusion.VECTOR_WEIGHT, vector_rank)])
+    best = (fusion.FTS_WEIGHT + (fusion.VECTOR_WEIGHT if len(vector_rank) else 0.0)) / (fusion.RRF_K + 1)
     found = np.flatnonzero(fused > 0)
     keys, scores = ids[found].tolist(), (fused[found] / best).tolist()
     query_words = set(words)
@@ -329,7 +330,7 @@ def rank_memory(
         )
     )
     held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
-    weights = relevance.idf_weights(figures, _content_terms(query_terms, words))
+    weights = bm25.idf_weights(figures, _content_terms(query_terms, words))
     shares: dict[frozenset[str], float] = {}  # by terms held: rows often hold the same ones
 
     def share(text: str, terms: set[str] | None) -> float:
@@ -354,3 +355,18 @@ def rank_memory(
         )
         for pk in ranked
     ]
+
+
+def ranked_context(
+    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+) -> tuple[list[MemoryHit], list[ExperienceHit]]:
+    """Prepare's candidates: Memory ranked by ``rank_memory`` over deep full-text and vector
+    rankings of one head (neighbour smoothing, speaker prior; rows annotated with their
+    similarity and lexical share), Experience by ``fusion.fuse_experience`` as in
+    ``fusion.hybrid_search_context``."""
+    lexical, semantic, experience = fusion.one_head_rankings(
+        scope_id, query, LEXICAL_DEPTH, VECTOR_DEPTH, experience_limit
+    )
+    # The head kept moving (no semantic ranking): lexical alone is consistent.
+    memory = rank_memory(scope_id, query, lexical, semantic or [], memory_limit)
+    return memory, experience

@@ -23,7 +23,7 @@ from powercontext.core.models import (
     MemorySearchDocument,
 )
 from powercontext.core.recall import EXPERIENCE_FAMILY, recallable_experience_heads
-from powercontext.search import analyzer
+from powercontext.search.fulltext import analyzer
 
 REBUILD_BATCH = 2000
 

@@ -7,8 +7,9 @@ finds nearest neighbours. So each Memory and Experience candidate gets two figur
   the model is unavailable or the candidate has no vector yet);
 - ``lexical_share``: the share of the query's IDF mass that the candidate covers. The query's
   content terms (``analyzer.query_terms`` without stop words; a query made only of stop words
-  has no lexical evidence) each weigh ``ln(1 + (N - d + 0.5) / (d + 0.5))``, ``d = max(df, 1)``,
-  with ``N`` and ``df`` counted in the scope's index (Memory or Experience): rare terms weigh
+  has no lexical evidence) each weigh ``ln(1 + (N - d + 0.5) / (d + 0.5))``, ``d = max(df, 1)``
+  (``bm25.idf_weights``), with ``N`` and ``df`` counted in the scope's index (Memory or
+  Experience; ``bm25.scope_figures``): rare terms weigh
   more, and a term found nowhere in the scope weighs as much as its rarest word (not more: in
   a small scope every known word is "common", and unknown words would drown them). The share is
   the weight of the terms the candidate holds over the total.
@@ -25,30 +26,23 @@ and finds unrelated texts in other languages alike. Thresholds are settings
 
 from __future__ import annotations
 
-import math
-import re
-import threading
-from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import ExperienceVector, MemoryEntryVector
-from powercontext.search import analyzer, embedding, languages
-from powercontext.search.engines import BM25_B, BM25_K1, BM25_MIN_IDF, scope_tokens
-from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
+from powercontext.search.fulltext import analyzer, bm25, languages
+from powercontext.search.fulltext.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
+from powercontext.search.vectors import embedding
 
 if TYPE_CHECKING:
     import numpy as np
 else:
     from powercontext.search.lazy_numpy import np
-
-HELD_TERMS_CACHE = 8192
 
 
 @dataclass(frozen=True)
@@ -145,153 +139,11 @@ def content_terms(query: str) -> list[str]:
     return list(seen)
 
 
-@dataclass(frozen=True)
-class ScopeFigures:
-    """One scope's index statistics for some terms: document count, average length (in terms)
-    and each term's document frequency."""
-
-    count: int
-    average_length: float
-    frequencies: dict[str, int]
-
-
-def _figures_sql(index: Index, terms: int, totals: bool) -> str:
-    docs = index.model._meta.db_table
-    figures = (
-        [
-            f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)",
-            f"(SELECT avg(length) FROM {docs} WHERE scope_id = %s)",
-        ]
-        if totals
-        else []
-    )
-    if connection.vendor == "postgresql":
-        counts = [
-            f"(SELECT count(*) FROM {docs} WHERE scope_id = %s AND document @@ %s::tsquery)"
-            for _ in range(terms)
-        ]
-    else:  # scope-keyed tokens: the MATCH reads this scope's postings only
-        fts = index.fts_table
-        counts = [f"(SELECT count(*) FROM {fts} WHERE {fts} MATCH %s)" for _ in range(terms)]
-    return "SELECT " + ", ".join([*figures, *counts])
-
-
-# (scope, Memory head revision) -> (document count, average length): reading them scans the
-# scope's index rows, and every Memory write moves the head.
-_totals: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
-_totals_lock = threading.Lock()
-TOTALS_CACHE = 1024
-
-
-def scope_figures(
-    index: Index, scope_id: str, terms: Sequence[str], revision: int | None = None
-) -> ScopeFigures:
-    """The scope's figures in ``index`` for ``terms`` (index terms), read by one statement; with
-    the Memory head ``revision`` the rows were read at, the document count and average length
-    are cached for it (only the term counts are read)."""
-    key = (scope_id, revision) if revision is not None and index is MEMORY_INDEX else None
-    with _totals_lock:
-        cached = _totals.get(key) if key is not None else None
-    if cached is not None and not terms:
-        return ScopeFigures(cached[0], cached[1], {})
-    tokens = scope_tokens(scope_id, terms)
-    params: list[Any] = [] if cached is not None else [scope_id, scope_id]
-    for token in tokens:
-        params.extend([scope_id, token] if connection.vendor == "postgresql" else [f'"{token}"'])
-    with connection.cursor() as cursor:
-        cursor.execute(_figures_sql(index, len(tokens), totals=cached is None), params)
-        values = list(cursor.fetchone())
-    if cached is None:
-        total, average, *counts = values
-        cached = (int(total), float(average or 0.0))
-        if key is not None:
-            with _totals_lock:
-                _totals[key] = cached
-                while len(_totals) > TOTALS_CACHE:
-                    _totals.popitem(last=False)
-    else:
-        counts = values
-    return ScopeFigures(cached[0], cached[1], {term: int(df) for term, df in zip(terms, counts, strict=True)})
-
-
-def idf_weights(figures: ScopeFigures, terms: Sequence[str]) -> dict[str, float]:
-    """The lexical share's weight of each term (module docstring); ``terms`` are in ``figures``."""
-    n = float(figures.count)
-    weights: dict[str, float] = {}
-    for term in terms:
-        d = max(float(figures.frequencies[term]), 1.0)
-        weights[term] = math.log(1.0 + (max(n - d, 0.0) + 0.5) / (d + 0.5))
-    return weights
-
-
 def term_weights(index: Index, scope_id: str, terms: Sequence[str]) -> dict[str, float]:
-    """Each term's IDF weight in the scope's ``index`` (one statement)."""
+    """Each term's IDF weight in the scope's ``index`` (one statement; ``bm25.idf_weights``)."""
     if not terms:
         return {}
-    return idf_weights(scope_figures(index, scope_id, terms), terms)
-
-
-def bm25(
-    figures: ScopeFigures, terms: Sequence[str], text: str, counted: tuple[dict[str, int], int] | None = None
-) -> float:
-    """BM25 of ``text`` for ``terms`` with the scope's own statistics, as FTS5 computes it
-    (k1 1.2, b 0.75, IDF floored at a tiny positive) but with the scope's document count and
-    average length instead of the whole table's. ``counted``: the text's (term counts, length)
-    when already known (from its index row), else they are read from the text."""
-    counts, length = counted if counted is not None else query_counts(text, terms)
-    n, average = float(figures.count), max(figures.average_length, 1e-9)
-    score = 0.0
-    for term, tf in counts.items():
-        df = figures.frequencies.get(term, 0)
-        if df:
-            idf = max(math.log((n - df + 0.5) / (df + 0.5)), BM25_MIN_IDF)
-            score += idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * length / average))
-    return score
-
-
-_ASCII_WORD = re.compile(r"[a-z0-9_]+")
-
-
-@lru_cache(maxsize=HELD_TERMS_CACHE)
-def term_counts(text: str) -> dict[str, int]:
-    """How often each index term occurs in ``text`` (``analyzer.index_terms(analyzer.analyze(
-    text))`` counted). Plain ASCII text takes a fast path with the same result: its words are the
-    runs of ASCII letters, digits and ``_`` after lower-casing. Cached (entry texts repeat across
-    prepares); callers must not change the result."""
-    if text.isascii():
-        words = (word[: analyzer.MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower()))
-        return dict(Counter(analyzer.index_term(word) for word in words))
-    return dict(Counter(analyzer.index_terms(analyzer.analyze(text))))
-
-
-def held_terms(text: str) -> frozenset[str]:
-    """The index terms of ``text``."""
-    return frozenset(term_counts(text))
-
-
-def _key(word: str) -> str:
-    """A word's first two letters with a second "y" read as "i": the same for a plain ASCII word
-    and its Snowball English stem (the stemmer changes word endings only, apart from "dying",
-    "lying", "tying"; checked on 23k words of the dev and benchmark corpora)."""
-    return word[:1] + word[1:2].replace("y", "i")
-
-
-def query_counts(text: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:
-    """(occurrences in ``text`` of each of ``terms`` it holds, the text's length in terms), as
-    ``term_counts`` gives them. Plain ASCII text is read without stemming every word: only the
-    words whose ``_key`` is one of the terms' can stem to one of them."""
-    wanted = set(terms)
-    if not text.isascii():
-        counts = term_counts(text)
-        return {term: counts[term] for term in wanted if term in counts}, sum(counts.values())
-    keys = {_key(term) for term in wanted}
-    words = _ASCII_WORD.findall(text.lower())
-    found: dict[str, int] = {}
-    for word in words:
-        word = word[: analyzer.MAX_TERM_CHARS]
-        if _key(word) in keys and (term := analyzer.index_term(word)) in wanted:
-            found[term] = found.get(term, 0) + 1
-    return found, len(words)
+    return bm25.idf_weights(bm25.scope_figures(index, scope_id, terms), terms)
 
 
 def lexical_share(
@@ -307,7 +159,7 @@ def lexical_share(
         return sum(weight for term, weight in weights.items() if term in known) / total
     found: set[str] = set()
     for text in texts:
-        found.update(query_counts(text, weights)[0])
+        found.update(analyzer.query_counts(text, weights)[0])
     return sum(weight for term, weight in weights.items() if term in found) / total
 
 

@@ -43,9 +43,9 @@ from powercontext.core.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
-from powercontext.search import embedding
-from powercontext.search.queries import experience_row
-from powercontext.search.vector_cache import ScopeLRU, nbytes
+from powercontext.search.fulltext.queries import experience_row
+from powercontext.search.vectors import embedding
+from powercontext.search.vectors.vector_cache import ScopeLRU, nbytes
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,11 +1,13 @@
 """The vector index's maintenance: which vectors are expected (Memory entries active in their
-head, recallable Experience heads), verify by merge-join against the stored rows, embed what is
-missing outside any transaction, and rebuild. Derived rows only: citations never change.
+head, recallable Experience heads), the writers' own vectors (``add_vectors``: with
+``POWERCONTEXT_EMBED_WRITES=sync``, in their transaction), verify by merge-join against the stored
+rows, embed what is missing outside any transaction, and rebuild. Derived rows only: citations
+never change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -18,11 +20,12 @@ from powercontext.core.models import (
     Artifact,
     ExperienceVector,
     MemoryEntryVector,
+    MemoryEntryVersion,
     MemoryMembership,
 )
 from powercontext.core.recall import recallable_experience_heads
-from powercontext.search import embedding, vectors
-from powercontext.search.indexes import REBUILD_BATCH, VerifyReport, batched, merge_join, stored_rows
+from powercontext.search.fulltext.indexes import REBUILD_BATCH, VerifyReport, batched, merge_join, stored_rows
+from powercontext.search.vectors import embedding, vector_cache
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,6 +33,62 @@ else:
     from powercontext.search.lazy_numpy import np
 
 EMBED_BATCH = 256
+
+
+# -- writes (inside the writers' transactions) ---------------------------------------------------
+
+
+def add_vectors(versions: Iterable[MemoryEntryVersion | tuple[int, str, str]]) -> int:
+    """Embed and store the vectors of entry versions (objects or (pk, scope id, text)).
+
+    Skipped, returning 0, when the model is unavailable: the index is derived and a write never
+    fails for it; ``verify`` reports the missing rows once the model is back.
+    """
+    model = embedding.embedder()
+    items = [(v.pk, v.scope_id, v.text) if isinstance(v, MemoryEntryVersion) else v for v in versions]
+    if model is None or not items:
+        return 0
+    rows = [
+        MemoryEntryVector(
+            entry_version_id=pk,
+            scope_id=scope,
+            model=model.model_id,
+            vector=embedding.to_bytes(model.embed(text)),
+        )
+        for pk, scope, text in items
+    ]
+    MemoryEntryVector.objects.filter(entry_version_id__in=[pk for pk, _, _ in items]).delete()
+    MemoryEntryVector.objects.bulk_create(rows)
+    return len(rows)
+
+
+def add_experience_vector(head: Artifact) -> int:
+    """Embed and store the vector of a recallable Experience head at its current revision (in
+    the writer's transaction); skipped, returning 0, when the model is unavailable."""
+    model = embedding.embedder()
+    if model is None:
+        return 0
+    ExperienceVector.objects.filter(head_id=head.pk).delete()
+    ExperienceVector.objects.create(
+        head_id=head.pk,
+        revision=head.current_revision,
+        scope_id=head.scope_id,
+        model=model.model_id,
+        vector=embedding.to_bytes(model.embed(head.searchable_text)),
+    )
+    return 1
+
+
+def remove_vectors_of_memberships(membership_ids: Sequence[int]) -> None:
+    if membership_ids:
+        MemoryEntryVector.objects.filter(
+            entry_version_id__in=MemoryMembership.objects.filter(pk__in=membership_ids).values(
+                "entry_version_id"
+            )
+        ).delete()
+
+
+# -- verify, embed what is missing, rebuild ------------------------------------------------------
 
 
 def _expected_vectors(scope_id: str | None) -> Iterator[tuple[int, str, str]]:
@@ -329,5 +388,5 @@ def rebuild_vectors(*, scope_id: str | None = None, progress: Callable[[int], No
         written += store_vectors(model, batch)
         if progress:
             progress(len(batch))
-    vectors.clear_cache()
+    vector_cache.clear_cache()
     return written

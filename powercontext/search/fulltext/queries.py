@@ -25,9 +25,9 @@ from powercontext.core.models import (
     MemoryMembership,
 )
 from powercontext.core.recall import EXPERIENCE_FAMILY
-from powercontext.search import analyzer, bm25
-from powercontext.search.engines import Engine, engine, scope_tokens
-from powercontext.search.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
+from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext.engines import Engine, engine
+from powercontext.search.fulltext.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 
 
 def _score(raw: float) -> float:
@@ -181,7 +181,7 @@ def _search(
     if not terms or not wanted:
         return [], []
     db = engine()
-    tokens = scope_tokens(scope_id, terms)
+    tokens = analyzer.scope_tokens(scope_id, terms)
     sql = " UNION ALL ".join(
         f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
     )

@@ -21,11 +21,11 @@ from django.db import connection
 
 from powercontext.core import models
 from powercontext.core.hits import MemoryHit
-from powercontext.search import relevance
-from powercontext.search.engines import scope_tokens
-from powercontext.search.indexes import MEMORY_INDEX
-from powercontext.search.queries import memory_hit
-from powercontext.search.vector_cache import ScopeLRU
+from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext.engines import engine
+from powercontext.search.fulltext.indexes import MEMORY_INDEX
+from powercontext.search.fulltext.queries import memory_hit
+from powercontext.search.vectors.vector_cache import ScopeLRU
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,8 +42,8 @@ _DOCS_SQL = (
     f"SELECT membership_id, length, terms FROM {models.MemorySearchDocument._meta.db_table}"
     f" WHERE membership_id IN ({{ids}})"
 )
-# Hits as ``vectors.read_hits`` reads them, with their index rows. The scope is compared as an
-# expression: SQLite would otherwise walk the scope's whole head by its (scope, to_revision)
+# Hits as ``vectors.queries.read_hits`` reads them, with their index rows. The scope is compared
+# as an expression: SQLite would otherwise walk the scope's whole head by its (scope, to_revision)
 # index rather than look the few ids up by primary key (4x slower at 1,000 entries).
 _ROWS_SQL = (
     f"SELECT m.id, e.entry_id, v.entry_version_id, v.text, a.current_revision, d.length, d.terms"
@@ -104,18 +104,6 @@ def _grown(scope_id: str, known: Head, added: int) -> None:
         known.size += added
     if _heads.get(scope_id) is known:
         _heads.put(scope_id, known)
-
-
-def _token_count(terms: str, token: str, postgres: bool) -> int:
-    """Occurrences of ``token`` in a document's stored ``terms`` (``engines``' formats); the
-    caller checks that ``token`` occurs in them at all (most do not: no need to split)."""
-    if not postgres:  # space-separated tokens
-        return terms.split().count(token)
-    at = f" {terms}".find(f" {token}:")  # "token:1,5,9 other:2"
-    if at < 0:
-        return 0
-    positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
-    return positions.count(",") + 1
 
 
 def holds(known: Head | None, pk: int) -> bool:
@@ -183,8 +171,8 @@ def index_counts(
             found = {int(pk): (int(length), str(stored)) for pk, length, stored in cursor.fetchall()}
         docs.update(found)
         _keep(scope_id, known, found)
-    tokens = dict(zip(scope_tokens(scope_id, terms), terms, strict=True))
-    postgres = connection.vendor == "postgresql"
+    tokens = dict(zip(analyzer.scope_tokens(scope_id, terms), terms, strict=True))
+    db = engine()
     counted: dict[int, tuple[dict[str, int], int]] = {}
     for pk, doc in docs.items():
         if doc is not None:
@@ -192,26 +180,24 @@ def index_counts(
             counts = {
                 term: n
                 for token, term in tokens.items()
-                if token in stored and (n := _token_count(stored, token, postgres))
+                if token in stored and (n := db.token_count(stored, token))
             }
             counted[pk] = (counts, length)
     return counted
 
 
-def figures(scope_id: str, terms: Sequence[str], revision: int, known: Head | None) -> relevance.ScopeFigures:
-    """``relevance.scope_figures`` of the Memory index for ``terms``; the frequencies ``known``
+def figures(scope_id: str, terms: Sequence[str], revision: int, known: Head | None) -> bm25.ScopeFigures:
+    """``bm25.scope_figures`` of the Memory index for ``terms``; the frequencies ``known``
     holds are not read again (none missing and the totals cached: no statement)."""
     if known is None:
-        return relevance.scope_figures(MEMORY_INDEX, scope_id, terms, revision)
+        return bm25.scope_figures(MEMORY_INDEX, scope_id, terms, revision)
     with _lock:
         frequencies = {term: known.frequencies[term] for term in terms if term in known.frequencies}
     missing = [term for term in terms if term not in frequencies]
-    read = relevance.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
+    read = bm25.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
     if missing:
         with _lock:
             known.frequencies.update(read.frequencies)
         _grown(scope_id, known, sum(sys.getsizeof(term) + 100 for term in missing))
         frequencies.update(read.frequencies)
-    return relevance.ScopeFigures(
-        read.count, read.average_length, {term: frequencies[term] for term in terms}
-    )
+    return bm25.ScopeFigures(read.count, read.average_length, {term: frequencies[term] for term in terms})

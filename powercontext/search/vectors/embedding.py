@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.conf import settings
 
-from powercontext.search import languages
-from powercontext.search.analyzer import is_cjk
+from powercontext.search.fulltext import languages
+from powercontext.search.fulltext.analyzer import is_cjk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -163,7 +163,7 @@ class Embedder:
         self._tokenizer: Any = tokenizer
         self.model_id = MODEL_ID
         try:
-            from powercontext.search import model_build
+            from powercontext.search.vectors import model_build
 
             session_path = model_build.requantized(model_path, MODEL_SHA256)
         except Exception as exc:  # the derived file is an optimization: run the pinned one

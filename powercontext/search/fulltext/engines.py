@@ -2,8 +2,8 @@
 
 SQLite keeps the terms in an FTS5 table and ranks with its ``bm25``; PostgreSQL keeps a
 ``tsvector`` with a GIN index and ranks with the same BM25 formula and constants computed in SQL
-over the matched rows (per-scope statistics). Both index the same scope-keyed tokens, so they
-match the same rows and rank them alike.
+over the matched rows (per-scope statistics; both from ``bm25``). Both index the same scope-keyed
+tokens, so they match the same rows and rank them alike.
 """
 
 from __future__ import annotations
@@ -13,28 +13,16 @@ from typing import Any
 
 from django.db import connection
 
-from powercontext.search import analyzer, bm25
-from powercontext.search.indexes import MEMORY_INDEX, Index
+from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
-# FTS5's bm25() constants (fixed there: its arguments are column weights only), reproduced on
-# PostgreSQL so both engines rank alike; an IDF at or below zero counts as this tiny positive.
-BM25_K1 = 1.2
-BM25_B = 0.75
-BM25_MIN_IDF = 1e-6
-
-
-def scope_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
-    """Index tokens of index terms (``analyzer.index_term``/``query_terms``) within one scope
-    (the scope key makes them scope-private)."""
-    key = analyzer.scope_key(scope_id)
-    return [analyzer.index_token(key, term) for term in terms]
 
 
 def document_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
     """Index tokens of a document's analyzer terms (``analyzer.analyze``), in order."""
-    return scope_tokens(scope_id, analyzer.index_terms(terms))
+    return analyzer.scope_tokens(scope_id, analyzer.index_terms(terms))
 
 
 class Engine:
@@ -43,6 +31,11 @@ class Engine:
     vendor = ""
 
     def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+        raise NotImplementedError
+
+    def token_count(self, terms: str, token: str) -> int:
+        """Occurrences of ``token`` in a document's stored ``terms`` (``document_terms``); the
+        caller checks that ``token`` occurs in them at all (most do not: no need to split)."""
         raise NotImplementedError
 
     def top_sql(self, index: Index) -> str:
@@ -79,11 +72,14 @@ class SqliteEngine(Engine):
     def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
         return " ".join(document_tokens(scope_id, terms))
 
+    def token_count(self, terms: str, token: str) -> int:
+        return terms.split().count(token)  # space-separated tokens
+
     def top_sql(self, index: Index) -> str:
         # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
         fts = index.fts_table
         return (
-            f"SELECT {fts}.rowid AS doc_key, -bm25({fts}) AS relevance FROM {fts}"
+            f"SELECT {fts}.rowid AS doc_key, {bm25.fts5_relevance(fts)} AS relevance FROM {fts}"
             f" WHERE {fts} MATCH %s ORDER BY relevance DESC, {fts}.rowid LIMIT %s"
         )
 
@@ -118,6 +114,13 @@ class PostgresEngine(Engine):
         # Tokens are ASCII alphanumeric: no quoting needed in a tsvector literal.
         return " ".join(f"{token}:{','.join(map(str, sorted(set(p))))}" for token, p in positions.items())
 
+    def token_count(self, terms: str, token: str) -> int:
+        at = f" {terms}".find(f" {token}:")  # "token:1,5,9 other:2"
+        if at < 0:
+            return 0
+        positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
+        return positions.count(",") + 1
+
     def top_sql(self, index: Index) -> str:
         # BM25 as FTS5 computes it, over the matched rows only: the GIN index finds the rows
         # holding any query token; a row's frequency of each query token is ts_rank_cd with all
@@ -126,6 +129,9 @@ class PostgresEngine(Engine):
         # scope-keyed, so they are the scope's); N and the average length are the scope's
         # (Memory: cached figures from ``bm25``; Experience: counted here).
         docs, key = index.model._meta.db_table, index.key
+        score = bm25.postgres_term_score(
+            n="stats.n", df="df.n", tf="tf.tf", length="tf.length", average="stats.avgdl"
+        )
         return (
             f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
             f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
@@ -135,10 +141,7 @@ class PostgresEngine(Engine):
             f" FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
             f" WHERE x.tf > 0),"
             f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
-            f" SELECT tf.doc_key, sum("
-            f"greatest(ln((greatest(stats.n, df.n) - df.n + 0.5) / (df.n + 0.5)), {BM25_MIN_IDF})"
-            f" * tf.tf * {BM25_K1 + 1.0} / (tf.tf + {BM25_K1} * ({1.0 - BM25_B} + {BM25_B} * tf.length / stats.avgdl))"
-            f") AS relevance FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
+            f" SELECT tf.doc_key, sum({score}) AS relevance FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
             f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
         )
 

@@ -1,8 +1,8 @@
 """Embedding after commit: the Memory vector index as an asynchronously maintained derived index.
 
 With ``POWERCONTEXT_EMBED_WRITES=async`` (the default) a writer inserts no vector: after its
-transaction commits it signals the embedder for its scope, and the embedder computes what is
-missing outside any transaction (``vector_index.store_vectors``). What still needs a vector is never
+transaction commits it signals the embedder for its scope (``powercontext.search.maintenance``),
+and the embedder computes what is missing outside any transaction (``vector_index.store_vectors``). What still needs a vector is never
 kept in memory or in a message: it is the database itself — entry versions active in their
 scope's head without a vector row (``vector_index.missing_vectors``). A lost signal, a crashed
 process or a model that was down therefore only delay vectors: the next signal for the scope,
@@ -11,7 +11,8 @@ the next process start (embedded default), the beat sweep (service mode) or
 
 Who embeds:
 
-- service mode (a Celery broker): the task ``powercontext.embed_pending`` per scope, published
+- service mode (a Celery broker): the task ``powercontext.embed_pending`` per scope
+  (``powercontext.search.tasks``), published
   at once, without countdown, through ``powercontext.core.broker.publish`` (bounded, never
   retried: a broker outage costs the write nothing). Signals of one process are coalesced: at
   most one task per scope per ``POWERCONTEXT_EMBED_COALESCE_SECONDS``. A task embeds a bounded
@@ -42,12 +43,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
 
-from powercontext.core import broker
 from powercontext.core.background import PerProcess, Runner
-from powercontext.search import embedding
-from powercontext.search.vector_index import (
+from powercontext.search.vectors import embedding
+from powercontext.search.vectors.vector_index import (
     drop_other_model_vectors,
     missing_vectors,
     scopes_missing_vectors,
@@ -118,45 +117,6 @@ def replace_other_model_vectors() -> int:
     if dropped:
         logger.info("embedder: %d vectors of an earlier model dropped, embedding them again", dropped)
     return dropped
-
-
-# -- signals (after the writer's commit) -----------------------------------------------------------
-
-
-def signal_after_commit(scope_id: str) -> None:
-    """Inside a writer's transaction: ask for the scope's vectors once it has committed."""
-    transaction.on_commit(lambda: _dispatch(scope_id))
-
-
-def _dispatch(scope_id: str) -> None:
-    # After commit, on the writer's thread: cheap (no model, no query), and never raises, since
-    # the write has already succeeded and the gap is recorded in the database anyway.
-    try:
-        if settings.CELERY_TASK_ALWAYS_EAGER:
-            worker().submit(scope_id)
-        else:
-            _enqueue(scope_id)
-    except Exception as exc:
-        logger.warning("embed_signal failed error_class=%s", type(exc).__name__)
-
-
-_sent_lock = threading.Lock()
-_sent: dict[str, float] = {}
-
-
-def _enqueue(scope_id: str) -> None:
-    window = float(settings.POWERCONTEXT_EMBED_COALESCE_SECONDS)
-    now = time.monotonic()
-    with _sent_lock:
-        if now - _sent.get(scope_id, float("-inf")) < window:
-            return  # a task sent less than a window ago, or the sweep, covers this commit
-        _sent[scope_id] = now
-        if len(_sent) > 10_000:
-            for key in [k for k, at in _sent.items() if now - at >= window]:
-                del _sent[key]
-    from powercontext.search.tasks import embed_pending as task
-
-    broker.publish(task, (scope_id,))
 
 
 # -- the embedded default's thread -----------------------------------------------------------------
