@@ -23,6 +23,7 @@ from django.db.models import Q
 from powercontext import search
 from powercontext.core import families
 from powercontext.core.models import ArtifactRevision
+from powercontext.search.fulltext.languages import ENGLISH
 from review.models import Candidate
 from review.selectors import near_window, nearness
 from review.selectors.near_window import APPROVED_BYTES, APPROVED_SCAN, PENDING_SCAN, Member, Order
@@ -137,7 +138,10 @@ def similar_proposals(
     extra: list[tuple[str, str, Member]] = []
     if family == Candidate.Family.EXPERIENCE:
         query = " ".join(families.EXPERIENCE.searchable_values(proposal))
-        for hit in search.search_experience(scope_id, query, APPROVED_SEARCH):
+        # Candidates for the sketch comparison below, which decides: English stop words are
+        # enough here, and the Inbox never loads the language identifier (issue 22: no heavy
+        # import on its path).
+        for hit in search.search_experience(scope_id, query, APPROVED_SEARCH, language=ENGLISH):
             content = hit.content.as_mapping()
             member = near_window.approved_member(
                 hit.key, hit.artifact_ref.artifact_id, hit.artifact_ref.revision, terms(content, family)

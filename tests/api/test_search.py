@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.search.fulltext import analyzer
+from powercontext.search.fulltext import analyzer, language_id
 from tests.api.helpers import (
     assert_error,
     assert_invalid,
@@ -128,7 +128,7 @@ def _bm25(texts: list[str], query: str) -> list[float]:
     """Okapi BM25 as SQLite FTS5 computes it (k1 1.2, b 0.75, IDF floored at 1e-6, N and the
     average length over the given documents), from the analyzer's index terms."""
     docs = [analyzer.index_terms(analyzer.analyze(text)) for text in texts]
-    terms = analyzer.query_terms(query)
+    terms = analyzer.query_terms(query, language_id.identify(query))
     n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
     scores = []
     for doc in docs:

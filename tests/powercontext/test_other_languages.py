@@ -18,7 +18,7 @@ from powercontext.memory.services import memory_remember
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.prepare.explain_selectors import prepare_explain
-from powercontext.search.fulltext import analyzer, languages
+from powercontext.search.fulltext import analyzer, language_id, languages
 from powercontext.search.ranking import relevance
 
 EPSILON = 1e-6
@@ -66,14 +66,19 @@ def test_no_english_evaluation_question_is_taken_for_another_language() -> None:
         assert [p for p in prompts if relevance.query_language(p) != languages.ENGLISH] == [], name
 
 
+def query_terms(query: str) -> list[str]:
+    """The full-text terms of ``query`` as a search reads them (its language told first)."""
+    return analyzer.query_terms(query, language_id.identify(query))
+
+
 def test_function_words_of_the_query_language_are_not_its_terms() -> None:
-    assert analyzer.query_terms("Où est la sauvegarde ?") == [analyzer.index_term("sauvegarde")]
-    assert analyzer.query_terms("Wo ist die Sicherung?") == ["sicherung"]
-    assert "как" not in analyzer.query_terms("Привет, как дела?")
+    assert query_terms("Où est la sauvegarde ?") == [analyzer.index_term("sauvegarde")]
+    assert query_terms("Wo ist die Sicherung?") == ["sicherung"]
+    assert "как" not in query_terms("Привет, как дела?")
     # English queries keep exactly the English list; a query of stop words only searches by them.
-    assert analyzer.query_terms("what did Ann say about kayaking") == ["ann", "say", "kayak"]
-    assert analyzer.query_terms("où est la") == ["où", "est", "la"]
-    assert relevance.content_terms("où est la") == []
+    assert query_terms("what did Ann say about kayaking") == ["ann", "say", "kayak"]
+    assert analyzer.query_terms("où est la", "fr") == ["où", "est", "la"]
+    assert relevance.content_terms("où est la sauvegarde") == [analyzer.index_term("sauvegarde")]
 
 
 def test_the_floor_is_stricter_on_similarity_when_query_and_candidate_are_in_another_language(
@@ -145,8 +150,8 @@ def cited(scope: str, query: str) -> list[str]:
     ("lang", "one_in", "found_in"),
     # Before the stricter floor 82-100 % of these leaked; now at most one in six. Swedish (the
     # same floor), Danish, Norwegian, Finnish, Hungarian, Polish, Czech, Indonesian, Turkish
-    # (words alone: the model does not read them) and Vietnamese (no list: words alone too,
-    # ``languages.unlisted``) were added later: 16-18 of 18 leaked before, at most one in four
+    # (words alone: the model does not read them) and Vietnamese (words alone too) were added
+    # later (languages told by py3langid since issue 31): 16-18 of 18 leaked before, at most one in four
     # now (small talk without function words, and "hlavní", main, as in the ledger's "hlavní
     # kniha"). Words alone find fewer related notes in Finnish (its inflections): a third.
     [
@@ -246,9 +251,12 @@ def test_across_languages_unrelated_prompts_stay_empty_and_related_ones_can_find
     assert len(found) >= len(related) // 4, found
 
 
-def test_a_candidate_text_is_told_like_a_query() -> None:
-    for lang in ("fr", "de", "es", "it", "pt", "nl"):
-        for note in note_sets.read_lines(f"engineering_notes_{lang}.txt"):
-            assert languages.text_language(note) == relevance.query_language(note), note
+def test_a_candidate_text_is_told_like_a_query_and_every_note_set_in_its_language() -> None:
+    for lang in note_sets.LANGUAGES:
+        notes = note_sets.read_lines(f"engineering_notes_{lang}.txt")
+        told = [relevance.text_language(note) for note in notes]
+        assert told == [relevance.query_language(note) for note in notes]
+        # one Norwegian note of twelve reads as Danish (py3langid, docs/decisions.md)
+        assert sum(language == lang for language in told) >= len(notes) - 1, (lang, told)
     for note in note_sets.read_lines("engineering_notes.txt"):
         assert relevance.text_language(note) == languages.ENGLISH, note

@@ -13,7 +13,7 @@ import pytest
 from powercontext.core.hits import MemoryHit
 from powercontext.core.models import MemoryMembership
 from powercontext.memory.services import memory_remember
-from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.fulltext.indexes import MEMORY_INDEX
 from powercontext.search.ranking import fusion, relevance, rerank, rerank_state
 from powercontext.search.vectors import embedding, vector_inprocess
@@ -85,9 +85,10 @@ def test_the_query_is_analysed_as_relevance_does() -> None:
         "What did Caroline research?",
         " ".join(f"w{n}" for n in range(80)),
     ]:
-        words = analyzer.analyze(query)
-        assert rerank._query_terms(words) == analyzer.query_terms(query)
-        assert rerank._content_terms(analyzer.query_terms(query), words) == relevance.content_terms(query)
+        words, language = analyzer.analyze(query), language_id.identify(query)
+        terms = analyzer.query_terms(query, language)
+        assert rerank._query_terms(words, language) == terms
+        assert rerank._content_terms(terms, words, language) == relevance.content_terms(query)
 
 
 def reference(
@@ -96,7 +97,7 @@ def reference(
     """The module docstring's ranking, entry by entry, read with plain queries."""
     rows = {row.key: row for row in (*semantic, *lexical)}
     revision = lexical[0].revision if lexical else semantic[0].revision
-    terms = analyzer.query_terms(query)
+    terms = analyzer.query_terms(query, language_id.identify(query))
     figures = bm25.scope_figures(MEMORY_INDEX, scope, terms, revision)
     counted = rerank_state.index_counts(scope, list(rows), terms)
     lexical_scores = {row.key: bm25.score(figures, terms, row.text, counted.get(row.key)) for row in lexical}

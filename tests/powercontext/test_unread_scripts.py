@@ -35,13 +35,13 @@ from powercontext.search.vectors import embedding
         ("오늘 날씨 어때요?", False),
         ("Какой брокер использует Celery?", False),
         ("Ποια είναι η πρωτεύουσα;", False),
-        # Latin letters, but languages the model finds alike whatever they say (told by their
-        # function words); Swedish it reads as well as French
+        # Latin letters, but languages the model finds alike whatever they say (told by the
+        # language identifier); Swedish it reads as well as French
         ("Jaka jest stolica Mongolii?", False),
         ("Jaké je hlavní město Mongolska?", False),
         ("Apa ibu kota Mongolia?", False),
         ("Vad är Mongoliets huvudstad?", True),
-        ("Moğolistan'ın başkenti neresidir?", False),  # Turkish: listed
+        ("Moğolistan'ın başkenti neresidir?", False),  # Turkish
         ("Hvad er hovedstaden i Mongoliet?", False),  # Danish, Norwegian, Finnish, Hungarian too
         ("Mikä on Mongolian pääkaupunki?", False),
         ("Thủ đô của Mông Cổ là gì?", False),  # no list: no English word, letters beyond ASCII

@@ -1,6 +1,7 @@
 """Full text: the text analyzer and the full-text index of Memory and Experience.
 
 ``analyzer`` (terms, index tokens; with ``languages``, the function words queries drop),
+``language_id`` (a text's language, told by py3langid),
 ``engines`` (per database: SQLite FTS5, PostgreSQL full text), ``indexes`` (the two indexes and
 the rows each should hold), ``queries`` (ranked, scope- and head-filtered reads, and the hits
 every ranking builds), and ``bm25``: the one module every BM25 figure comes from (FTS5's

@@ -19,7 +19,7 @@ documents are indexed and when queries are analyzed, so "painted", "painting" an
 Other terms (digits, non-ASCII words, CJK, emoji) are indexed as they are.
 
 Queries also drop stop words (``query_terms``: English function words, and those of the query's
-own language, ``languages``), so a question such as "what did Ann say about kayaking" ranks by
+own language as ``language_id`` tells it, ``languages``), so a question such as "what did Ann say about kayaking" ranks by
 "ann", "say" and "kayaking", not by its function words; "où est la sauvegarde" by "sauvegarde". Documents keep
 their stop words: a query made only of stop words still matches them.
 """
@@ -35,7 +35,7 @@ from functools import lru_cache
 
 from snowballstemmer import EnglishStemmer
 
-from powercontext.search.fulltext.languages import ENGLISH_STOP_WORDS, stop_words
+from powercontext.search.fulltext.languages import ENGLISH, ENGLISH_STOP_WORDS, stop_words
 
 ANALYZER_VERSION = 1
 # The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
@@ -202,14 +202,15 @@ def query_counts(text: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:
     return found, len(words)
 
 
-def query_terms(text: str) -> list[str]:
+def query_terms(text: str, language: str = ENGLISH) -> list[str]:
     """Unique index terms of a query in order of first appearance, at most ``MAX_QUERY_TERMS``.
 
-    Stop words (English, and the query's own language's: ``languages.stop_words``) are dropped
-    unless the query has nothing else (then it searches by them).
+    Stop words (English, and those of the query's ``language``, told by ``language_id``:
+    ``languages.stop_words``) are dropped unless the query has nothing else (then it searches by
+    them).
     """
     terms = analyze(text)
-    stop = stop_words(terms)
+    stop = stop_words(language)
     content = [term for term in terms if term not in stop]
     seen: dict[str, None] = {}
     for term in content or terms:

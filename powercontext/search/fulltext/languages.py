@@ -1,35 +1,18 @@
-"""Which language a query is written in, told by its function words, and those words themselves.
+"""Stop words: the function words a query searches without, English and per other language.
 
-The embedding model (all-MiniLM-L6-v2) learned from English sentence pairs. It still reads other
-languages written in Latin letters, but less well: unrelated prompts in French, German, Spanish,
-Italian, Portuguese, Dutch or Swedish sit at cosine 0.35-0.66 against notes in the same language
-(English: 0.11-0.18; Danish, Norwegian, Finnish, Hungarian, Polish, Czech, Indonesian, Turkish up
-to 0.52-0.79, which ``embedding.reads`` therefore treats like Chinese, as it does a language no
-list tells: ``unlisted``), above the floor calibrated on English (docs/retrieval.md, "Other
-languages"). So prepare needs to know when a query is not English, and full text needs each
-language's function words ("de", "der", "как") to stop counting them as the query's topic.
+Which language a text is in is told elsewhere, once, by a maintained identifier
+(``language_id.identify``); this pure module only holds the words. Full text needs each
+language's function words ("de", "der", "как") so that they stop counting as a query's topic
+(the lexical share and the full-text terms read only content words).
 
-A query's language is the one whose function words it holds most, provided it holds more of them
-than of the English function words that language does not share ("in" and "so" are German words
-too); English wins ties, and a query holding none is English (a prompt such as "Bonjour" is too
-little to tell).
-Words count as analysed terms (``analyzer.analyze``: case-folded, NFC). Only words that are
-neither English function words nor common English words tell a language apart
-(``_ENGLISH_HOMOGRAPHS``: "die", "son", "car", "per"...), and no single ASCII letter does. Romance
-languages share words ("de", "un", "que"): which of them wins a tie matters little, since every
-language but English gets the same floor, and each list holds the function words it shares.
-
-The lists are written for this project: articles, pronouns, auxiliaries, prepositions,
-conjunctions, question words, and the words of greeting and thanks (small talk has few function
-words: "Merci beaucoup, bonne journée !"). Kept short on purpose: a content word never belongs
-here.
+The English list is the classic function-word list. The other lists were written for this
+project when they also told languages apart: articles, pronouns, auxiliaries, prepositions,
+conjunctions, question words, greetings. They now serve only as stop words (issue 31: a
+maintained stop-word source per language is the next step; docs/retrieval.md).
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Iterable
 from functools import lru_cache
 
 ENGLISH = "en"
@@ -166,83 +149,13 @@ _FUNCTION_WORDS: dict[str, str] = {
         """,
 }
 
-# Common English words among the lists above: a loanword or a name in an English sentence is
-# not another language ("the van", "per request", "Ben", "vi", "MIT").
-_ENGLISH_HOMOGRAPHS = frozenset(
-    """
-    ada agar ai ale ama av aux az bare ben bent bin biz car ci co com comment con dan deg del den
-    dia die dig din dir door dos ed em era er et eu go ha halo han hat hay heel hem hun ini io jen
-    jest jim kde lo mam mana med meg men min mit mu na nas non nyt od one os oss par pas per plus
-    po pod pour pro sans sem sig sim sin soy son su sus ta tack ten til till tom ton um van var vi
-    volt war ya yo sit ham mine dine sine vain kit jo
-    """.split()
-)
-
 FUNCTION_WORDS: dict[str, frozenset[str]] = {
     lang: frozenset(words.split()) for lang, words in _FUNCTION_WORDS.items()
 }
-# What tells a language from English: its function words that are neither English ones nor
-# common English words, nor single ASCII letters ("c", "l", "y" stand for many things in
-# English text); and what tells English from it: English function words it does not share.
-_DISTINCTIVE: dict[str, frozenset[str]] = {
-    lang: frozenset(
-        word
-        for word in words - ENGLISH_STOP_WORDS - _ENGLISH_HOMOGRAPHS
-        if len(word) > 1 or not word.isascii()
-    )
-    for lang, words in FUNCTION_WORDS.items()
-}
-_ENGLISH_AGAINST: dict[str, frozenset[str]] = {
-    lang: ENGLISH_STOP_WORDS - words for lang, words in FUNCTION_WORDS.items()
-}
 
 
-def language(words: Iterable[str]) -> str:
-    """The language of a query's analysed ``words``: a key of ``FUNCTION_WORDS``, or ``ENGLISH``
-    (also when nothing tells)."""
-    unique = frozenset(words)
-    best, count = ENGLISH, 0
-    for lang, distinctive in _DISTINCTIVE.items():
-        found = len(unique & distinctive)
-        if found > count and found > len(unique & _ENGLISH_AGAINST[lang]):
-            best, count = lang, found
-    return best
-
-
-_LETTERS = re.compile(r"[^\W\d_]+")
-
-
-def text_language(text: str) -> str:
-    """``language`` of a longer text's words (runs of letters, case-folded, NFC): ~10x cheaper
-    than analysing it, and the same answer, since only words can tell a language."""
-    return language(_words(text))
-
-
-def _words(text: str) -> list[str]:
-    """A text's words: runs of letters, case-folded, NFC."""
-    return _LETTERS.findall(unicodedata.normalize("NFC", text.casefold()))
-
-
-@lru_cache(maxsize=16)
-def _stop_words(lang: str) -> frozenset[str]:
-    return ENGLISH_STOP_WORDS | FUNCTION_WORDS.get(lang, frozenset())
-
-
-def stop_words(words: Iterable[str]) -> frozenset[str]:
-    """The words a query of these analysed ``words`` searches without: English function words,
-    and those of the query's own language."""
-    return _stop_words(language(words))
-
-
-def unlisted(text: str) -> bool:
-    """Whether ``text`` looks written in a language none of the lists here tells: two words or
-    more, none of them an English function word, and a letter outside ASCII among them ("Yarın
-    hava nasıl olacak?", "Thủ đô của Mông Cổ là gì?"). An English sentence nearly always holds a
-    function word; what this takes for another language is a short run of names or terms with
-    an accent ("Zürich café menu")."""
-    words = _words(text)
-    return (
-        len(words) >= 2
-        and not any(word in ENGLISH_STOP_WORDS for word in words)
-        and not all(word.isascii() for word in words)
-    )
+@lru_cache(maxsize=32)
+def stop_words(language: str) -> frozenset[str]:
+    """The words a query in ``language`` (``language_id.identify``) searches without: English
+    function words, and those of its own language."""
+    return ENGLISH_STOP_WORDS | FUNCTION_WORDS.get(language, frozenset())

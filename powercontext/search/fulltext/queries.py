@@ -25,7 +25,7 @@ from powercontext.core.models import (
     MemoryMembership,
 )
 from powercontext.core.recall import EXPERIENCE_FAMILY
-from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.fulltext.engines import Engine, engine
 from powercontext.search.fulltext.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 
@@ -173,10 +173,12 @@ def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceHit:
 
 
 def _search(
-    scope_id: str, query: str, limits: list[tuple[_Ranked, int]]
+    scope_id: str, query: str, limits: list[tuple[_Ranked, int]], language: str | None = None
 ) -> tuple[list[MemoryHit], list[ExperienceHit]]:
-    """Run the ranked queries with a positive limit as ONE statement (one snapshot)."""
-    terms = analyzer.query_terms(query)
+    """Run the ranked queries with a positive limit as ONE statement (one snapshot); the query's
+    stop words are those of ``language`` (None: as ``language_id`` tells it)."""
+    told = language_id.identify(query) if language is None else language
+    terms = analyzer.query_terms(query, told)
     wanted = [(ranked, limit) for ranked, limit in limits if limit >= 1]
     if not terms or not wanted:
         return [], []
@@ -217,9 +219,12 @@ def search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
     return _search(scope_id, query, [(_MEMORY_QUERY, limit)])[0]
 
 
-def search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceHit]:
-    """Ranked approved, current Experience heads of the scope, with their current content."""
-    return _search(scope_id, query, [(_EXPERIENCE_QUERY, limit)])[1]
+def search_experience(
+    scope_id: str, query: str, limit: int, *, language: str | None = None
+) -> list[ExperienceHit]:
+    """Ranked approved, current Experience heads of the scope, with their current content
+    (``language``: as ``_search``)."""
+    return _search(scope_id, query, [(_EXPERIENCE_QUERY, limit)], language)[1]
 
 
 def search_context(

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import ExperienceVector, MemoryEntryVector
-from powercontext.search.fulltext import analyzer, bm25, languages
+from powercontext.search.fulltext import analyzer, bm25, language_id, languages
 from powercontext.search.fulltext.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 from powercontext.search.vectors import embedding
 
@@ -65,10 +64,9 @@ class Floor:
         return similarity is None or similarity >= self.min_lexical_similarity
 
 
-@lru_cache(maxsize=64)  # one prepare asks about its query more than once
 def query_language(query: str) -> str:
-    """The language ``query`` is written in (``languages.language`` of its analysed words)."""
-    return languages.language(analyzer.analyze(query))
+    """The language ``query`` is written in (``language_id.identify``, cached per text)."""
+    return language_id.identify(query)
 
 
 def floor() -> Floor:
@@ -80,18 +78,10 @@ def floor() -> Floor:
     )
 
 
-# A candidate's language is told by its first characters (a note is one language, mostly).
-TEXT_LANGUAGE_CHARS = 1000
-
-
-@lru_cache(maxsize=4096)
-def _text_language(head: str) -> str:
-    return languages.text_language(head)
-
-
 def text_language(text: str) -> str:
-    """The language a candidate's ``text`` is written in (its first ``TEXT_LANGUAGE_CHARS``)."""
-    return _text_language(text[:TEXT_LANGUAGE_CHARS])
+    """The language a candidate's ``text`` is written in (``language_id.identify``: its first
+    characters, cached per text; a note is one language, mostly)."""
+    return language_id.identify(text)
 
 
 @dataclass(frozen=True)
@@ -130,7 +120,7 @@ def content_terms(query: str) -> list[str]:
     """The query's index terms without stop words, unique, in order (none: no lexical evidence)."""
     seen: dict[str, None] = {}
     terms = analyzer.analyze(query)
-    stop = languages.stop_words(terms)
+    stop = languages.stop_words(language_id.identify(query))
     for term in terms:
         if term not in stop:
             seen.setdefault(analyzer.index_term(term), None)

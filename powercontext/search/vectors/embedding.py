@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.conf import settings
 
-from powercontext.search.fulltext import languages
+from powercontext.search.fulltext import language_id
 from powercontext.search.fulltext.analyzer import is_cjk
 
 if TYPE_CHECKING:
@@ -69,17 +69,15 @@ def _latin(ch: str) -> bool:
 # unrelated everyday prompts against engineering notes in the same language reach cosine 0.5-0.8
 # in Polish, Czech, Indonesian, Turkish, Danish, Norwegian, Finnish and Hungarian (in French,
 # German or Swedish they stay below the 0.60 floor for other languages; docs/retrieval.md,
-# "Other languages").
-_UNREAD_LANGUAGES = frozenset({"pl", "cs", "id", "tr", "da", "no", "fi", "hu"})
+# "Other languages"); unrelated Vietnamese prompts got 7.8 notes in a pack of their language's.
+_UNREAD_LANGUAGES = frozenset({"pl", "cs", "id", "tr", "da", "no", "fi", "hu", "vi"})
 
 
 @functools.lru_cache(maxsize=64)  # one prepare asks up to four times about its query
 def reads(text: str) -> bool:
     """Whether this model's similarities mean anything for ``text``: False when most of its words
     are written in a script other than Latin, or when it is in a language the model cannot tell
-    texts apart in (``_UNREAD_LANGUAGES``, told by its function words: ``languages.text_language``)
-    or in one no list here tells (``languages.unlisted``: no English function word, and a letter
-    outside ASCII: unrelated Vietnamese prompts got 7.8 notes in a pack of their own language's).
+    texts apart in (``_UNREAD_LANGUAGES``, told by ``language_id.identify``).
 
     all-MiniLM-L6-v2 learned from English sentence pairs. Any two texts in Chinese, Japanese or
     Russian come out similar (unrelated prompts against engineering notes in those languages:
@@ -88,13 +86,10 @@ def reads(text: str) -> bool:
     in full-text mode. A CJK character counts as one word, a run of letters of another script as
     one; digits, marks and punctuation do not count (no letter at all: True).
     """
-    told = languages.text_language(text)
-    if told in _UNREAD_LANGUAGES:
+    if language_id.identify(text) in _UNREAD_LANGUAGES:
         return False
     if text.isascii():
         return True
-    if told == languages.ENGLISH and languages.unlisted(text):
-        return False  # a language without a list (Vietnamese, Romanian...): words alone
     latin = other = 0
     previous = ""
     for ch in text:
@@ -250,7 +245,9 @@ def warm_up() -> bool:
     """Load the model now and run it once (onnxruntime allocates on its first run), so that the
     first prepare of a fresh process does not pay for it. Called when a worker process starts
     (gunicorn ``post_worker_init`` in ``gunicorn.conf.py``, Celery ``worker_process_init``,
-    ``runserver`` at startup). False when the model is unavailable (nothing else happens)."""
+    ``runserver`` at startup). The language identifier every prepare asks
+    (``language_id``) loads first. False when the model is unavailable."""
+    language_id.identifier()
     model = embedder()
     if model is None:
         return False
