@@ -12,8 +12,9 @@ The estimate is a logistic model of seven figures of the hit, all read from the 
 fused score and that score relative to the best hit's, its raw similarity and how far below
 the best hit's it is, its lexical share, and its length (characters, capped at
 ``LENGTH_CAP``: a two-word turn rarely carries a fact). The coefficients were fitted on the
-LoCoMo dev conversations, leave-one-conversation-out for the figures in docs/retrieval.md ("The
-pack's cut"), then on all five for the values below. The model was fitted on hybrid rankings
+LoCoMo dev conversations by ``eval_retrieval --pack-cut`` (``evaluation.pack_cut``):
+leave-one-conversation-out for the figures in docs/retrieval.md ("The pack's cut"), then on all
+five for the values below. The model was fitted on hybrid rankings
 (fused scores in (0, 1], similarities measured) of English prompts, so selection applies the cut
 only there: full-text-only rankings (BM25 scores, no similarity) and prompts in other languages
 (whose similarities sit on another scale) keep the relevance floor as their only stop.
@@ -42,15 +43,16 @@ class EvidenceModel:
     length: float  # min(characters, LENGTH_CAP) / 100
 
 
+# ``manage.py eval_retrieval --locomo locomo_dev5.json --pack-cut`` (``evaluation.pack_cut``).
 EVIDENCE_MODEL = EvidenceModel(
-    intercept=-6.2305,
-    position=-0.4544,
-    relative_score=1.5379,
-    score=3.1482,
-    similarity=-0.6631,
-    similarity_gap=0.2492,
-    lexical_share=1.3773,
-    length=0.7872,
+    intercept=-6.237,
+    position=-0.4574,
+    relative_score=1.4964,
+    score=3.1948,
+    similarity=-0.6541,
+    similarity_gap=0.2039,
+    lexical_share=1.3795,
+    length=0.7877,
 )
 
 
@@ -64,27 +66,51 @@ class CutFigures:
     chars: int
 
 
-def estimates(hits: Sequence[CutFigures], model: EvidenceModel = EVIDENCE_MODEL) -> list[float]:
-    """The estimated chance that each hit (in ranking order) is evidence for the prompt."""
+FIGURES = (
+    "position",
+    "relative_score",
+    "score",
+    "similarity",
+    "similarity_gap",
+    "lexical_share",
+    "length",
+)
+
+
+def figures(hits: Sequence[CutFigures]) -> list[tuple[float, ...]]:
+    """Each hit's figures in ``FIGURES`` order, as the model reads them (``hits`` in ranking
+    order: the first is the best). The calibration (``evaluation.pack_cut``) fits on these."""
     if not hits:
         return []
     best_score = hits[0].score
     best_similarity = max((hit.similarity or 0.0) for hit in hits)
-    values = []
+    rows: list[tuple[float, ...]] = []
     for position, hit in enumerate(hits):
         similarity = hit.similarity or 0.0
-        logit = (
-            model.intercept
-            + model.position * math.log1p(position)
-            + model.relative_score * (hit.score / best_score if best_score > 0 else 0.0)
-            + model.score * hit.score
-            + model.similarity * similarity
-            + model.similarity_gap * (similarity - best_similarity)
-            + model.lexical_share * (hit.lexical_share or 0.0)
-            + model.length * min(hit.chars, LENGTH_CAP) / 100
+        rows.append(
+            (
+                math.log1p(position),
+                hit.score / best_score if best_score > 0 else 0.0,
+                hit.score,
+                similarity,
+                similarity - best_similarity,
+                hit.lexical_share or 0.0,
+                min(hit.chars, LENGTH_CAP) / 100,
+            )
         )
-        values.append(1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0)
-    return values
+    return rows
+
+
+def estimate(row: Sequence[float], model: EvidenceModel = EVIDENCE_MODEL) -> float:
+    """The logistic estimate of one hit's ``figures`` row."""
+    coefficients = (getattr(model, name) for name in FIGURES)
+    logit = model.intercept + sum(c * x for c, x in zip(coefficients, row, strict=True))
+    return 1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0
+
+
+def estimates(hits: Sequence[CutFigures], model: EvidenceModel = EVIDENCE_MODEL) -> list[float]:
+    """The estimated chance that each hit (in ranking order) is evidence for the prompt."""
+    return [estimate(row, model) for row in figures(hits)]
 
 
 def keeps(values: Sequence[float], threshold: float) -> list[bool]:

@@ -1,6 +1,8 @@
 """Evaluate what prepare gives agents on LoCoMo-shaped conversations (evidence recall in packs).
 
-The protocol is in ``powercontext.evaluation.retrieval_eval``; with ``--feedback`` (or
+The protocol is in ``powercontext.evaluation.retrieval_eval``; with ``--pack-cut`` the command
+calibrates the pack's cut instead (``pack_cut``: the evidence model fitted
+leave-one-conversation-out, the frontier per threshold, the coefficients); with ``--feedback`` (or
 ``--feedback-caps``) the command runs the feedback replay instead (``feedback_eval``: agents
 report ``used`` and ``wrong`` after each prepare; the later half of each conversation scored
 with the use prior off and on). Run it against a throwaway database (e.g.
@@ -16,7 +18,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from powercontext.evaluation import feedback_eval, retrieval_eval
+from powercontext.evaluation import feedback_eval, pack_cut, retrieval_eval
 
 
 class Command(BaseCommand):
@@ -33,6 +35,17 @@ class Command(BaseCommand):
             "--negatives",
             action="store_true",
             help="also ask the negative prompt sets (powercontext/evaluation/data) and report empty rates",
+        )
+        parser.add_argument(
+            "--pack-cut",
+            action="store_true",
+            help="calibrate the pack's cut: fit its evidence model leave-one-conversation-out and"
+            " score the packs at each threshold (--pack-cut-thresholds)",
+        )
+        parser.add_argument(
+            "--pack-cut-thresholds",
+            help="with --pack-cut (implied): comma-separated thresholds, e.g. 0,0.03,0.035,0.05"
+            f" (default {','.join(map(str, pack_cut.DEFAULT_THRESHOLDS))})",
         )
         parser.add_argument(
             "--feedback",
@@ -66,6 +79,9 @@ class Command(BaseCommand):
             conversations = retrieval_eval.parse_conversations(data)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CommandError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+        if options["pack_cut"] or options["pack_cut_thresholds"]:
+            self._pack_cut(conversations, options)
+            return
         if options["feedback"] or options["feedback_caps"]:
             self._feedback(conversations, options)
             return
@@ -77,6 +93,25 @@ class Command(BaseCommand):
         )
         summary = report.as_dict()
         self.stdout.write(retrieval_eval.render_table(summary))
+        if options["json_path"]:
+            Path(options["json_path"]).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+
+    def _pack_cut(self, conversations: list[retrieval_eval.Conversation], options: dict[str, Any]) -> None:
+        if options["negatives"] or options["feedback"] or options["feedback_caps"]:
+            raise CommandError("--pack-cut combines with neither --negatives nor --feedback")
+        try:
+            thresholds = (
+                pack_cut.parse_thresholds(options["pack_cut_thresholds"])
+                if options["pack_cut_thresholds"]
+                else pack_cut.DEFAULT_THRESHOLDS
+            )
+        except ValueError as exc:
+            raise CommandError(f"--pack-cut-thresholds: {exc}") from exc
+        asked = pack_cut.ask(
+            conversations, run_id=options["run_id"], progress=lambda line: self.stderr.write(line)
+        )
+        summary = pack_cut.frontier(asked, thresholds).as_dict()
+        self.stdout.write(pack_cut.render_table(summary))
         if options["json_path"]:
             Path(options["json_path"]).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
 
