@@ -21,7 +21,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from powercontext.core.admin import ReadOnlyAdmin, excerpt, path_display, preformatted
-from powercontext.feedback.models import Feedback, FeedbackCounter, ReportDecision
+from powercontext.feedback.models import COUNTER_FIELDS, Feedback, FeedbackCounter, ReportDecision
 
 # ``ReadOnlyAdmin`` annotates ``fields``, ``search_fields`` and ``list_select_related`` as instance
 # variables where django-stubs declares class variables, so mypy refuses any override of them
@@ -142,13 +142,7 @@ class FeedbackCounterAdmin(ReadOnlyAdmin):
         "target",
         "entry_version",
         "artifact_revision",
-        "uses",
-        "last_used_at",
-        "reporters",
-        "wrong_reporters",
-        "outdated_reporters",
-        "last_reported_at",
-        "reports_after",
+        *COUNTER_FIELDS,
         "inbox",
     )
 

@@ -51,6 +51,16 @@ class Outcome(models.TextChoices):
 
 
 REPORTS = (Outcome.WRONG, Outcome.OUTDATED)
+# What a ``FeedbackCounter`` derives from the log, in the order every reader lists them.
+COUNTER_FIELDS = (
+    "uses",
+    "last_used_at",
+    "reporters",
+    "wrong_reporters",
+    "outdated_reporters",
+    "last_reported_at",
+    "reports_after",
+)
 
 
 class Feedback(PkNamedModel):

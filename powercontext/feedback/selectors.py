@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from powercontext.feedback.models import FeedbackCounter
+from powercontext.feedback.models import COUNTER_FIELDS, FeedbackCounter
 from powercontext.feedback.prior import PriorPolicy, Usage
 
 
@@ -73,13 +73,5 @@ def counters_for(scope_id: str, targets: Iterable[str]) -> dict[str, Usage]:
         )
         for target, uses, last_used, reporters, wrong, outdated, last_reported in FeedbackCounter.objects.filter(
             scope_id=scope_id, target__in=list(dict.fromkeys(targets))
-        ).values_list(
-            "target",
-            "uses",
-            "last_used_at",
-            "reporters",
-            "wrong_reporters",
-            "outdated_reporters",
-            "last_reported_at",
-        )
+        ).values_list("target", *COUNTER_FIELDS[:-1])
     }

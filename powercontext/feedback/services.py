@@ -29,6 +29,7 @@ from powercontext.core.models import ApiToken
 from powercontext.core.redaction_detectors import redact
 from powercontext.core.transactions import require_transaction
 from powercontext.feedback.models import (
+    COUNTER_FIELDS,
     EXPERIENCE,
     MEMORY,
     REPORTS,
@@ -219,17 +220,6 @@ def expected_counters(scope_id: str, targets: Sequence[str] | None = None) -> di
         .order_by()
     )
     return {row["target"]: {**row, "reports_after": dismissed.get(row["target"], 0)} for row in figures}
-
-
-COUNTER_FIELDS = (
-    "uses",
-    "last_used_at",
-    "reporters",
-    "wrong_reporters",
-    "outdated_reporters",
-    "last_reported_at",
-    "reports_after",
-)
 
 
 _C = FeedbackCounter._meta.db_table
