@@ -55,7 +55,7 @@ def require_reviewer(request: Any) -> ApiToken:
 
 
 def require_operator(request: Any) -> ApiToken | None:
-    """The request's token for an operator operation (retire a Memory entry, flush): an
+    """The request's token for an operator operation (flush the background pipeline): an
     ``operator`` token or a reviewer's token, else 403. Without a token (allowed only where
     tokens are optional: the embedded, single-user default) the local caller is the operator."""
     token = authenticate(request)

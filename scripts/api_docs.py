@@ -52,10 +52,11 @@ against its schemas, or when this page is older than the contract.
 - **Tokens**: `Authorization: Bearer <token>` (`manage.py create_api_token`, see
   [reviewers.md](reviewers.md)). Optional unless `POWERCONTEXT_REQUIRE_TOKEN=true` (the default in
   service mode); a wrong token is always `401`. Approve, reject and revise need a reviewer's token
-  in every mode; retire and flush an operator's or a reviewer's token when a token is sent (an
-  agent token is `403 forbidden`). A token made with `--scope` reaches only those scopes
-  (`403 scope_forbidden` elsewhere). With `POWERCONTEXT_REVIEW_FOUR_EYES=true`, approving a
-  candidate the token's user wrote a version of is `403 self_approval_forbidden`.
+  in every mode; flush an operator's or a reviewer's token when a token is sent (an agent token
+  is `403 forbidden`). Every other operation takes any token, an agent's included: retiring a
+  Memory entry writes a new revision and deletes nothing. A token made with `--scope` reaches only
+  those scopes (`403 scope_forbidden` elsewhere). With `POWERCONTEXT_REVIEW_FOUR_EYES=true`,
+  approving a candidate the token's user wrote a version of is `403 self_approval_forbidden`.
 - **Browsers**: a request whose `Origin` is not in `POWERCONTEXT_ALLOWED_ORIGINS`, or marked
   `Sec-Fetch-Site: cross-site`, is `403 origin_forbidden`. `/health/*` stays open.
 - **Every response** carries `X-PowerContext-Request-ID`. Every error, on `/v1`, `/health` and
@@ -67,7 +68,9 @@ against its schemas, or when this page is older than the contract.
   `note_conflict` (a session note not at the `expected_version` given).
 - **Session recovery limits** are `422` with their own codes and nothing written: `note_too_large`
   (a note over 65,536 UTF-8 bytes), `session_notes_too_large` (a session's notes over 1,048,576
-  bytes), `too_many_notes` (over 1,024 notes in a session).
+  bytes), `too_many_notes` (over 1,024 notes in a session). A note keeps its newest versions
+  (`POWERCONTEXT_RECOVERY_NOTE_VERSIONS`, 5 by default; a write deletes older ones); `stored_bytes`
+  is what its kept versions take, `oldest_version` the oldest one `read_session_note` still finds.
 """
 
 

@@ -92,12 +92,15 @@ def valid_citation(value: object) -> Citation | None:
     return None
 
 
-def citations_of_content(content: str) -> list[Citation]:
-    """The distinct citations of the items of a prepared context, in item order.
+def envelope_items(content: str) -> list[dict[str, Any]]:
+    """The items of a prepared context's envelope, decoded (their ``content`` is the exact item
+    text), in order.
 
     The envelope is the one JSON line between the fixed begin marker (its first occurrence: the
     policy text before it is fixed, and item text inside the JSON cannot hold a raw newline) and
-    the end marker that closes the content. Anything unexpected gives no citations.
+    the end marker that closes the content. The server writes neither marker's text raw inside
+    the envelope, so splitting on the markers finds the same line. Anything unexpected gives no
+    items; an item that is not an object is left out.
     """
 
     start = content.find(BEGIN_MARKER + "\n")
@@ -116,10 +119,17 @@ def citations_of_content(content: str) -> list[Citation]:
     items = envelope.get("items")
     if not isinstance(items, list):
         return []
+    return [item for item in items if isinstance(item, dict)]
+
+
+def citations_of_content(content: str) -> list[Citation]:
+    """The distinct citations of the items of a prepared context, in item order (anything
+    unexpected gives none: ``envelope_items``)."""
+
     found: list[Citation] = []
     seen: set[str] = set()
-    for item in items:
-        citation = valid_citation(item.get("citation")) if isinstance(item, dict) else None
+    for item in envelope_items(content):
+        citation = valid_citation(item.get("citation"))
         if citation is None:
             continue
         key = json.dumps(citation, sort_keys=True)

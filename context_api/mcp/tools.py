@@ -3,10 +3,12 @@
 Every contract operation is a tool of the same name, except ``prepare_context`` (RFC 0028: the
 prepared context is delivered by the provider hook before the turn, never chosen by the model),
 the reviewer decisions (approve / reject / revise a candidate: a human decides in the Review
-Inbox, never an agent through MCP) and ``flush_memory`` (an operator control that runs the
-background pipeline). A call authorizes and runs the operation exactly as the REST view does
-(``Operation.authorize`` then ``Operation.call``); any error the REST API would answer with an
-envelope becomes a tool result with ``isError`` and that envelope as structured content.
+Inbox, never an agent through MCP) and the operator operations (``flush_memory``: it runs the
+background pipeline). So every listed tool is one an agent token may call (within its scopes):
+the list never offers a tool its role is refused. A call authorizes and runs the operation
+exactly as the REST view does (``Operation.authorize`` then ``Operation.call``); any error the
+REST API would answer with an envelope becomes a tool result with ``isError`` and that envelope
+as structured content.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ EXCLUDED = frozenset({"prepare_context", "flush_memory"})
 
 
 def _exposed(op: Operation) -> bool:
-    return not op.reviewer and op.operation_id not in EXCLUDED
+    return not op.reviewer and not op.operator and op.operation_id not in EXCLUDED
 
 
 TOOL_OPERATIONS: dict[str, Operation] = {name: op for name, op in OPERATIONS.items() if _exposed(op)}

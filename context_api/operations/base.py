@@ -39,7 +39,7 @@ class Operation:
     method: str = "POST"  # GET operations take their payload from the query string
     headers: tuple[tuple[str, str], ...] = ()
     reviewer: bool = False  # approve / reject / revise: a reviewer token in every mode
-    operator: bool = False  # retire / flush: an operator or reviewer token, when one is sent
+    operator: bool = False  # flush: an operator or reviewer token, when one is sent
     read_only: bool = False
     idempotent: bool = False
     destructive: bool = False

@@ -187,9 +187,10 @@ class RetireEntryInput(StrictSerializer):
     reason = _reason_field()
 
 
-@operation(
-    "retire_memory_entry", "v1/memory/entries/retire", RetireEntryInput, destructive=True, operator=True
-)
+# Any token may retire within its scopes, an agent's too (issue 33): a retire is a new Memory
+# revision, nothing is deleted, the entry's exact citations keep resolving and a reviewer can
+# make it active again; the same token could already revise the entry's text.
+@operation("retire_memory_entry", "v1/memory/entries/retire", RetireEntryInput, destructive=True)
 def retire_memory_entry(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Deactivate an active entry in a new Memory revision (its history stays readable)."""
     mutation = memory_services.memory_retire(

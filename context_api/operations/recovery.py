@@ -83,9 +83,12 @@ def write_session_note(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
             "version": written.version,
             "size_bytes": written.size_bytes,
             "updated_at": _time(written.updated_at),
+            "oldest_version": written.oldest_version,
+            "stored_bytes": written.stored_bytes,
         },
         "note_count": written.note_count,
         "total_bytes": written.total_bytes,
+        "stored_bytes": written.session_stored_bytes,
     }
 
 
@@ -108,6 +111,7 @@ def read_session_note(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
         "path": note.path,
         "version": note.version,
         "latest_version": note.latest_version,
+        "oldest_version": note.oldest_version,
         "mode": note.mode,
         "content": note.content,
         "size_bytes": note.size_bytes,
@@ -132,11 +136,14 @@ def list_session_notes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
                 "version": n.version,
                 "size_bytes": n.size_bytes,
                 "updated_at": _time(n.updated_at),
+                "oldest_version": n.oldest_version,
+                "stored_bytes": n.stored_bytes,
             }
             for n in listing.notes
         ],
         "note_count": listing.note_count,
         "total_bytes": listing.total_bytes,
+        "stored_bytes": listing.stored_bytes,
     }
 
 

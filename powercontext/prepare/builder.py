@@ -24,7 +24,9 @@ What ``PreparedContextBuilder.build`` guarantees:
   truncated content is at least ``MIN_TRUNCATED_BYTES`` UTF-8 bytes (measured on the content string
   itself, before JSON escaping). Otherwise the item is skipped and later items are still tried.
 - Trust. Item text only ever appears inside a JSON string inside the fixed wrapper, so markers,
-  newlines, NUL, terminal escapes or fences in a hit cannot cross the data boundary. Every
+  newlines, NUL, terminal escapes or fences in a hit cannot cross the data boundary. The markers
+  appear in the content once each: inside the envelope their text is written with one JSON
+  escape (``render.MARKER_CORE``), which decodes to the exact original. Every
   rendered item carries its complete citation. ``truncated=false`` means the content equals the
   hit text (Memory) or the four rendered fields (Experience) exactly.
 - Empty. When no item is admitted the result is ``status="empty"``, ``content=None``,

@@ -1,6 +1,13 @@
 """What a prepare returns, and how its content is rendered (RFC 0028): the fixed trust policy and
 markers around one JSON envelope of cited items, and the exact UTF-8 sizes the builder budgets
 with. Pure module: standard library only.
+
+The markers appear in the content exactly once each, around the envelope (issue 33). Item text
+and ids holding a marker are data inside JSON strings already, but a client that splits the
+content on a marker's raw text would cut there; so inside the envelope the markers' common part
+``POWERCONTEXT_PREPARED_CONTEXT_V1`` is written with its first letter as the JSON escape
+``\u0050``. ``json.loads`` gives back the exact original text (``truncated: false`` still means
+the content equals the hit), and every size the builder budgets with counts the 5 extra bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +43,14 @@ END_MARKER = "END_POWERCONTEXT_PREPARED_CONTEXT_V1"
 # (RFC 0028 worked example, 606 bytes).
 CONTENT_PREFIX = POLICY + "\n\n" + BEGIN_MARKER + "\n"
 CONTENT_SUFFIX = "\n" + END_MARKER
+# Inside the envelope, the text both markers share is written with one JSON escape. It has no
+# proper prefix that is also its suffix, so occurrences never overlap; it holds no character JSON
+# escapes, and no escape sequence JSON writes ("\n", "\u001b", ...) can form part of it, so it
+# appears in a JSON string exactly where it appears in the text, and never outside strings.
+MARKER_CORE = "POWERCONTEXT_PREPARED_CONTEXT_V1"
+MARKER_CORE_ESCAPED = "\\u0050" + MARKER_CORE[1:]
+MARKER_CORE_EXTRA_BYTES = len(MARKER_CORE_ESCAPED) - len(MARKER_CORE)
+assert MARKER_CORE in BEGIN_MARKER and MARKER_CORE in END_MARKER and MARKER_CORE_ESCAPED[2:6] == "0050"
 
 ELLIPSIS_BYTES = len(ELLIPSIS.encode("utf-8"))
 # Sizes are measured with json.dumps(ensure_ascii=False) itself, which escapes only what JSON
@@ -69,7 +84,15 @@ def render_content(items: Sequence[dict[str, Any]]) -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """Compact JSON as the envelope writes it: non-ASCII as itself, the markers' text escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return neutralize_markers(text)
+
+
+def neutralize_markers(json_text: str) -> str:
+    """``json_text`` with every ``MARKER_CORE`` (only ever inside its strings) written escaped;
+    it decodes to the same value."""
+    return json_text.replace(MARKER_CORE, MARKER_CORE_ESCAPED) if MARKER_CORE in json_text else json_text
 
 
 def utf8_len(text: str) -> int:
@@ -77,11 +100,17 @@ def utf8_len(text: str) -> int:
 
 
 def escaped_len(text: str) -> int:
-    """UTF-8 bytes of ``text`` inside a JSON string (quotes excluded), computed in C.
+    """UTF-8 bytes of ``text`` inside a JSON string as ``dumps`` writes it (quotes excluded),
+    computed in C.
 
-    ``encode_basestring`` is the very function json.dumps(ensure_ascii=False) uses for strings.
+    ``encode_basestring`` is the very function json.dumps(ensure_ascii=False) uses for strings;
+    each ``MARKER_CORE`` in the text then takes ``MARKER_CORE_EXTRA_BYTES`` more. The size never
+    shrinks as the text grows, which the truncation search relies on.
     """
-    return len(encode_basestring(text).encode("utf-8")) - 2
+    size = len(encode_basestring(text).encode("utf-8")) - 2
+    if MARKER_CORE in text:
+        size += MARKER_CORE_EXTRA_BYTES * text.count(MARKER_CORE)
+    return size
 
 
 # --- fitting one item into the remaining budget ---------------------------------------------

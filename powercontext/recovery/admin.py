@@ -14,29 +14,46 @@ class RecoverySessionAdmin(ReadOnlyAdmin):
     """Sessions with their note totals, found by exact scope or session id (never a substring
     scan over untrusted ids)."""
 
-    list_display = ("id", "scope_id", "session_id", "note_count", "total_bytes", "updated_at")
+    list_display = ("id", "scope_id", "session_id", "note_count", "total_bytes", "stored_bytes", "updated_at")
     list_select_related = ()
     search_fields = ("scope_id__exact", "session_id__exact")
     search_help_text = "Exact scope id or session id."
-    fields = ("scope_id", "session_id", "note_count", "total_bytes", "created_at", "updated_at")
+    fields = (
+        "scope_id",
+        "session_id",
+        "note_count",
+        "total_bytes",
+        "stored_bytes",
+        "created_at",
+        "updated_at",
+    )
 
 
 @admin.register(SessionNote)
 class SessionNoteAdmin(ReadOnlyAdmin):
-    """Note heads: path, current version and size; a note's content is on its versions
-    (the session note version pages)."""
+    """Note heads: path, current version and size, oldest kept version and the bytes of the kept
+    versions; a note's content is on its versions (the session note version pages)."""
 
-    list_display = ("id", "session", "path", "current_version", "size_bytes", "updated_at")
+    list_display = ("id", "session", "path", "current_version", "size_bytes", "stored_bytes", "updated_at")
     list_select_related = ("session",)
     search_fields = ("session__scope_id__exact", "session__session_id__exact", "path__exact")
     search_help_text = "Exact scope id, session id or note path."
-    fields = ("session", "path", "current_version", "size_bytes", "created_at", "updated_at")
+    fields = (
+        "session",
+        "path",
+        "current_version",
+        "oldest_version",
+        "size_bytes",
+        "stored_bytes",
+        "created_at",
+        "updated_at",
+    )
 
 
 @admin.register(SessionNoteVersion)
 class SessionNoteVersionAdmin(ReadOnlyAdmin):
-    """Every version of every note with its full content as written: versions are never
-    changed, so a note's pages here are its whole history."""
+    """Every kept version of every note with its full content as written: versions are never
+    changed, and a note keeps its newest ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` of them."""
 
     list_display = ("id", "note", "version", "mode", "size_bytes", "created_at")
     list_select_related = ("note",)

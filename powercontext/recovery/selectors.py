@@ -26,6 +26,8 @@ class NoteInfo:
     version: int
     size_bytes: int
     updated_at: datetime
+    oldest_version: int
+    stored_bytes: int  # the note's kept versions
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class NoteListing:
     notes: list[NoteInfo]
     note_count: int
     total_bytes: int
+    stored_bytes: int  # every kept version of the session's notes
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class NoteContent:
     path: str
     version: int
     latest_version: int
+    oldest_version: int
     mode: str
     content: str
     size_bytes: int
@@ -67,27 +71,41 @@ def _session(scope_id: str, session_id: str) -> RecoverySession | None:
 
 
 def note_list(*, scope_id: str, session_id: str, prefix: str | None = None) -> NoteListing:
-    """The session's notes by path: path, current version, size and last write."""
+    """The session's notes by path: path, current version, size, last write, oldest kept version
+    and the bytes its kept versions take."""
     session = _session(scope_id, session_id)
     if session is None:
-        return NoteListing(notes=[], note_count=0, total_bytes=0)
+        return NoteListing(notes=[], note_count=0, total_bytes=0, stored_bytes=0)
     rows = SessionNote.objects.filter(session=session)
     if prefix:
         rows = rows.filter(path__startswith=prefix)
     notes = [
-        NoteInfo(path=path, version=version, size_bytes=size, updated_at=updated)
-        for path, version, size, updated in rows.order_by("path").values_list(
-            "path", "current_version", "size_bytes", "updated_at"
+        NoteInfo(
+            path=path,
+            version=version,
+            size_bytes=size,
+            updated_at=updated,
+            oldest_version=oldest,
+            stored_bytes=stored,
+        )
+        for path, version, size, updated, oldest, stored in rows.order_by("path").values_list(
+            "path", "current_version", "size_bytes", "updated_at", "oldest_version", "stored_bytes"
         )
     ]
-    return NoteListing(notes=notes, note_count=session.note_count, total_bytes=session.total_bytes)
+    return NoteListing(
+        notes=notes,
+        note_count=session.note_count,
+        total_bytes=session.total_bytes,
+        stored_bytes=session.stored_bytes,
+    )
 
 
 def note_read(*, scope_id: str, session_id: str, path: str, version: int | None = None) -> NoteContent:
-    """A note's latest version, or the given one (immutable); ``NoteNotFound`` otherwise."""
+    """A note's latest version, or the given one (immutable) while it is kept; ``NoteNotFound``
+    otherwise (a pruned or future version: with the kept range in its details)."""
     note = (
         SessionNote.objects.filter(session__scope_id=scope_id, session__session_id=session_id, path=path)
-        .only("pk", "current_version")
+        .only("pk", "current_version", "oldest_version")
         .first()
     )
     if note is None:
@@ -95,11 +113,14 @@ def note_read(*, scope_id: str, session_id: str, path: str, version: int | None 
     wanted = version if version is not None else note.current_version
     row = SessionNoteVersion.objects.filter(note=note, version=wanted).first()
     if row is None:
-        raise NoteNotFound(details={"latest_version": note.current_version})
+        raise NoteNotFound(
+            details={"latest_version": note.current_version, "oldest_version": note.oldest_version}
+        )
     return NoteContent(
         path=path,
         version=row.version,
         latest_version=note.current_version,
+        oldest_version=note.oldest_version,
         mode=row.mode,
         content=row.content,
         size_bytes=row.size_bytes,

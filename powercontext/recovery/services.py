@@ -3,10 +3,11 @@ transaction.
 
 Every note write locks the session's ``RecoverySession`` row (PostgreSQL: ``SELECT ... FOR
 UPDATE``; SQLite: the IMMEDIATE transaction already holds the database write lock), then reads the
-note head, checks every limit, inserts the next immutable version and moves the head and the
-session totals. Two concurrent appends to one note therefore run one after the other and both
-land; a refusal raises inside the transaction, so nothing of it is written (not even the session
-row a first write would have created).
+note head, checks every limit, inserts the next immutable version, deletes the versions older than
+the newest ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` and moves the head and the session totals. Two
+concurrent appends to one note therefore run one after the other and both land; a refusal raises
+inside the transaction, so nothing of it is written (not even the session row a first write would
+have created).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -37,8 +39,11 @@ class NoteWritten:
     version: int
     size_bytes: int
     updated_at: datetime
+    oldest_version: int
+    stored_bytes: int  # the note's kept versions
     note_count: int
     total_bytes: int
+    session_stored_bytes: int  # every kept version of the session's notes
 
 
 def _locked_session(scope_id: str, session_id: str) -> RecoverySession:
@@ -62,7 +67,8 @@ def note_write(
 
     ``expected_version`` (optional): the version the caller last saw, 0 for "the note must not
     exist yet"; any other current version is ``NoteConflict``. Limits: ``NoteTooLarge``,
-    ``SessionNotesTooLarge``, ``TooManyNotes``; each leaves nothing behind."""
+    ``SessionNotesTooLarge``, ``TooManyNotes``; each leaves nothing behind. The note then keeps
+    its newest ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` versions; older ones are deleted here."""
     if mode not in (REPLACE, APPEND):
         raise ValueError("mode must be replace or append")
     with transaction.atomic(durable=True):
@@ -95,13 +101,30 @@ def note_write(
         now = timezone.now()
         if note is None:
             note = SessionNote.objects.create(
-                session=session, path=path, current_version=1, size_bytes=size, updated_at=now
+                session=session,
+                path=path,
+                current_version=1,
+                size_bytes=size,
+                oldest_version=1,
+                stored_bytes=size,
+                updated_at=now,
             )
+            pruned = 0
         else:
             note.current_version += 1
+            pruned = _prune(note, keep=settings.POWERCONTEXT_RECOVERY_NOTE_VERSIONS)
             note.size_bytes = size
+            note.stored_bytes += size - pruned
             note.updated_at = now
-            note.save(update_fields=["current_version", "size_bytes", "updated_at"])
+            note.save(
+                update_fields=[
+                    "current_version",
+                    "size_bytes",
+                    "oldest_version",
+                    "stored_bytes",
+                    "updated_at",
+                ]
+            )
         SessionNoteVersion.objects.create(
             note=note,
             version=note.current_version,
@@ -110,17 +133,37 @@ def note_write(
             size_bytes=size,
             created_at=now,
         )
+        stored = session.stored_bytes + size - pruned
         RecoverySession.objects.filter(pk=session.pk).update(
-            note_count=count, total_bytes=total, updated_at=now
+            note_count=count, total_bytes=total, stored_bytes=stored, updated_at=now
         )
     return NoteWritten(
         path=path,
         version=note.current_version,
         size_bytes=size,
         updated_at=now,
+        oldest_version=note.oldest_version,
+        stored_bytes=note.stored_bytes,
         note_count=count,
         total_bytes=total,
+        session_stored_bytes=stored,
     )
+
+
+def _prune(note: SessionNote, *, keep: int) -> int:
+    """Delete the versions of ``note`` (whose ``current_version`` is already the one being
+    written) that fall out of its newest ``keep``, and move ``note.oldest_version`` past them.
+    Returns the bytes deleted."""
+    oldest = note.current_version - keep + 1
+    if oldest <= note.oldest_version:
+        return 0
+    stale = list(
+        SessionNoteVersion.objects.filter(note=note, version__lt=oldest).values_list("pk", "size_bytes")
+    )
+    if stale:
+        SessionNoteVersion.objects.filter(pk__in=[pk for pk, _size in stale]).delete()
+    note.oldest_version = oldest
+    return sum(size for _pk, size in stale)
 
 
 # --- forgetting (called by the pipeline inside its own transaction, and by the command) --------

@@ -295,6 +295,9 @@ POWERCONTEXT_PIPELINE = {
     "polluted_origins": env_list("POWERCONTEXT_PIPELINE_POLLUTED_ORIGINS", []),
     "excluded_scopes": env_list("POWERCONTEXT_PIPELINE_EXCLUDED_SCOPES", []),
 }
+# Session recovery notes (powercontext/recovery; docs/agents/session-recovery.md): each note keeps
+# its newest this many versions; a write prunes the older ones in its own transaction.
+POWERCONTEXT_RECOVERY_NOTE_VERSIONS = env_int("POWERCONTEXT_RECOVERY_NOTE_VERSIONS", 5, minimum=1)
 # Celery beat (service mode): how often the pipeline scan runs.
 POWERCONTEXT_PIPELINE_SCAN_SECONDS = env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
 

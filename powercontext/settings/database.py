@@ -10,6 +10,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from powercontext.core.private_files import private_sqlite_files, sqlite_file
 from powercontext.settings.env import env_int, private_files
 
 
@@ -28,6 +29,10 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
         )
         if _db["ENGINE"] not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
             raise ImproperlyConfigured("DATABASE_URL must be a postgres:// or sqlite:// URL")
+        # Any SQLite file is private (0600, its -wal and -shm too), not only the default one.
+        sqlite_path = sqlite_file(_db["NAME"]) if _db["ENGINE"] == "django.db.backends.sqlite3" else None
+        if sqlite_path is not None:
+            private_sqlite_files(sqlite_path, create=True)
     else:
         data_dir.mkdir(parents=True, exist_ok=True)
         _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(data_dir / "powercontext.sqlite3")}

@@ -13,6 +13,8 @@ from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
+from powercontext.core.private_files import make_private, private_sqlite_files
+
 NumberT = TypeVar("NumberT", int, float)
 
 
@@ -123,15 +125,8 @@ def generated_secret_key(path: Path) -> str:
 
 
 def private_files(data_dir: Path, database: Path) -> None:
-    """The embedded data directory 0700 and its SQLite file 0600 (issue 20, N8): Memory, sources
-    and sessions are nobody else's to read. The file is created empty (a valid empty database)
-    so SQLite never creates it under the umask; SQLite gives its -wal and -shm files the
-    database file's mode. Paths another user owns are left alone."""
-    for path, mode in ((data_dir, 0o700), (database, 0o600)):
-        if path == database and not path.exists():
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        try:
-            if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o777 != mode:
-                path.chmod(mode)
-        except OSError:
-            pass  # a read-only or foreign mount: the operator's choice
+    """The embedded data directory 0700 and its SQLite files 0600 (issue 20, N8): Memory, sources
+    and sessions are nobody else's to read (``powercontext.core.private_files``, which every
+    SQLite database path goes through). Paths another user owns are left alone."""
+    make_private(data_dir, 0o700)
+    private_sqlite_files(database, create=True)

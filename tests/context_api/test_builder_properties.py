@@ -164,7 +164,9 @@ def assert_contract(result, head, memories, experiences, max_bytes) -> None:
     assert encoded.decode("utf-8") == content
     assert result.content_bytes == len(encoded) <= max_bytes
 
-    # The text outside the markers is exactly the fixed policy; no item text escapes its string.
+    # The text outside the markers is exactly the fixed policy; no item text escapes its string,
+    # and neither marker's text appears anywhere but in its own line.
+    assert content.count(BEGIN) == 1 and content.count(END) == 1
     lines = content.split("\n")
     assert lines[:4] == [*POLICY.split("\n"), "", BEGIN]
     assert lines[5:] == [END] and len(lines) == 6
@@ -241,6 +243,8 @@ def naive_render(items: list[dict]) -> str:
     envelope = json.dumps(
         {"trust": "untrusted_history", "items": items}, ensure_ascii=False, separators=(",", ":")
     )
+    # Inside the envelope the markers' shared text is written with its "P" as a JSON escape.
+    envelope = envelope.replace("POWERCONTEXT_PREPARED_CONTEXT_V1", "\\u0050OWERCONTEXT_PREPARED_CONTEXT_V1")
     return POLICY + "\n\n" + BEGIN + "\n" + envelope + "\n" + END
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.db import OperationalError
 
+from context_api.hooks import hook_state
 from powercontext import search
 from powercontext.prepare import application
 from powercontext.prepare.builder import BEGIN_MARKER, END_MARKER, SCHEMA, MemoryHit
@@ -49,6 +50,26 @@ def test_remembered_entries_come_back_cited_exactly(api: Api) -> None:
         item = cited[(entry["citation"]["entry_id"], entry["citation"]["entry_version_id"])]
         assert item["citation"]["memory_ref"] == second["memory"]  # the head the search saw
         assert item["content"] == entry["text"] and item["truncated"] is False
+
+
+def test_entries_holding_the_markers_reach_the_hooks_parser_whole(api: Api) -> None:
+    """Issue 33: the markers appear once each in the content, and the hooks' parser reads the
+    remembered texts back exactly."""
+    texts = [
+        f"Deploy notes: ignore lines after {END_MARKER} in the deploy log.",
+        f"Deploy notes: the wrapper starts with {BEGIN_MARKER} and ends with {END_MARKER}.",
+    ]
+    remembered = [api.remember("repo", text)["entry"] for text in texts]
+
+    body = prepare(api, "repo", "deploy notes wrapper log").json()
+
+    content = body["content"]
+    assert body["status"] == "ready" and body["content_bytes"] == len(content.encode("utf-8"))
+    assert content.count(BEGIN_MARKER) == 1 and content.count(END_MARKER) == 1
+    found = {item["citation"]["entry_id"]: item for item in hook_state.envelope_items(content)}
+    for entry in remembered:
+        assert found[entry["citation"]["entry_id"]]["content"] == entry["text"]
+    assert {c["entry_id"] for c in hook_state.citations_of_content(content)} == set(found)
 
 
 def test_a_retired_entry_is_never_prepared_again(api: Api) -> None:

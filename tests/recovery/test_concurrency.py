@@ -40,9 +40,16 @@ def _check_no_line_lost(writers: int, per_writer: int) -> None:
     for w in range(writers):  # each writer's lines stay in its own order
         mine = [line for line in lines if line.startswith(f"writer {w} ")]
         assert mine == [f"writer {w} line {i}" for i in range(per_writer)]
-    assert SessionNote.objects.get().current_version == writers * per_writer
+    head = SessionNote.objects.get()
+    assert head.current_version == writers * per_writer
     session = RecoverySession.objects.get()
     assert (session.note_count, session.total_bytes) == (1, len(note.content.encode("utf-8")))
+    # Every writer pruned inside its own locked write: the newest versions are kept, and the
+    # bytes reported are the bytes held.
+    kept = list(SessionNoteVersion.objects.order_by("version").values_list("version", "size_bytes"))
+    assert [v for v, _ in kept] == list(range(writers * per_writer - 4, writers * per_writer + 1))
+    assert head.oldest_version == kept[0][0]
+    assert head.stored_bytes == session.stored_bytes == sum(size for _, size in kept)
 
 
 @pytest.mark.postgres_only
@@ -57,7 +64,9 @@ def test_eight_first_writers_of_a_new_session_create_one_session_row() -> None:
     results = run_together([append(f"first {i}") for i in range(8)])
     assert [r for r in results if isinstance(r, BaseException)] == []
     assert RecoverySession.objects.count() == 1
-    assert SessionNoteVersion.objects.count() == 8
+    assert SessionNote.objects.get().current_version == 8
+    kept = SessionNoteVersion.objects.order_by("version").values_list("version", flat=True)
+    assert list(kept) == [4, 5, 6, 7, 8]  # the newest POWERCONTEXT_RECOVERY_NOTE_VERSIONS (5) of 8
 
 
 @pytest.mark.postgres_only
