@@ -12,7 +12,7 @@ from powercontext.core import families
 from powercontext.core.exceptions import InvalidRequest
 from review.selectors.bulk import BULK_MAX
 from review.selectors.candidate import VersionView
-from review.services import Submission, retargeted_refs
+from review.services import Submission
 
 REASON_MAX = 2000
 
@@ -161,9 +161,6 @@ class ReviseForm(forms.Form):
     spec: families.FamilySpec
 
     expected_version = _version_field()
-    # Set when a rebase stopped at a merge conflict: saving also retargets the update to this
-    # revision (the reviewer resolved the conflicting fields against it).
-    onto_revision = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
     reason = TextField(
         max_length=REASON_MAX,
         required=False,
@@ -189,17 +186,12 @@ class ReviseForm(forms.Form):
 
     def submission(self, current: VersionView) -> Submission:
         """The complete replacement proposal; the evidence and target stay the current version's
-        (with ``onto_revision``, the target and its reference move to that revision)."""
-        target = dict(current.target) if current.target is not None else None
-        artifact_refs = [dict(ref) for ref in current.artifact_refs]
-        onto = self.cleaned_data.get("onto_revision")
-        if target is not None and onto:
-            target, artifact_refs = retargeted_refs(artifact_refs, target, onto)
+        (a revise never moves the target: Rebase and the conflict editor do, by merging)."""
         return Submission(
             proposal=self.proposal(),
             source_refs=[dict(ref) for ref in current.source_refs],
-            artifact_refs=artifact_refs,
-            target=target,
+            artifact_refs=[dict(ref) for ref in current.artifact_refs],
+            target=dict(current.target) if current.target is not None else None,
             reason=self.cleaned_data.get("reason") or None,
         )
 

@@ -65,7 +65,12 @@ against its schemas, or when this page is older than the contract.
 - **Conflicts** are `409` with a code naming what moved: `revision_conflict` (a Memory citation
   that is not the current head), `source_conflict` (same source id, other content),
   `candidate_conflict` (a stale `expected_version`), `candidate_terminal` (already decided),
-  `note_conflict` (a session note not at the `expected_version` given).
+  `artifact_conflict` (a target that is not the latest revision of its Artifact),
+  `rebase_required` (a revise whose `target` is another revision of the Artifact the update
+  targets: nothing is written; `details` has the update's `target`, the `requested` one and the
+  `current` head; rebase the update in the Review Inbox, a three-way merge that keeps the text
+  approved since, then revise it), `note_conflict` (a session note not at the
+  `expected_version` given).
 - **Session recovery limits** are `422` with their own codes and nothing written: `note_too_large`
   (a note over 65,536 UTF-8 bytes), `session_notes_too_large` (a session's notes over 1,048,576
   bytes), `too_many_notes` (over 1,024 notes in a session). A note keeps its newest versions

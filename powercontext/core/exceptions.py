@@ -31,6 +31,10 @@ MESSAGES: dict[str, str] = {
     "candidate_conflict": "The Candidate version is not the current version.",
     "candidate_terminal": "The Candidate was already approved or rejected.",
     "artifact_conflict": "The target is not the latest revision of its Artifact.",
+    "rebase_required": (
+        "A revise never moves an update to another revision of its Artifact: rebase it in the "
+        "Review Inbox (a three-way merge that keeps the approved text), then revise it."
+    ),
     "runtime_not_ready": "A required runtime dependency is unavailable.",
     "rate_limited": "Too many requests from this caller; try again after Retry-After seconds.",
     # Session recovery (powercontext.recovery.exceptions); details carry only numbers.
@@ -115,6 +119,13 @@ class CandidateTerminal(Conflict, code="candidate_terminal"): ...
 
 
 class ArtifactConflict(Conflict, code="artifact_conflict"): ...
+
+
+class RebaseRequired(Conflict, code="rebase_required"):
+    """A revise that would move a pending update to another revision of its Artifact (issue 32):
+    the proposal was written against the targeted revision, so only a rebase (a three-way merge)
+    may move it. ``details``: ``target`` (the update's), ``requested`` (the revise's) and
+    ``current`` (the head, or null)."""
 
 
 class RateLimited(PowerContextError, status=429, code="rate_limited"):

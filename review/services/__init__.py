@@ -1,4 +1,5 @@
-"""Review writes: propose, revise, approve, reject, claim. Each public function is one transaction.
+"""Review writes: propose, revise, rebase, resolve, approve, reject, claim. Each public function
+is one transaction.
 
 Approval is the only way an Experience or Skill revision comes to exist: in one transaction it
 locks the candidate, re-checks its version and target, writes the immutable revision with its
@@ -26,6 +27,7 @@ from powercontext.core.exceptions import (
     CandidateTerminal,
     Conflict,
     InvariantFailure,
+    RebaseRequired,
 )
 from powercontext.core.models import Artifact, ArtifactRevision
 from powercontext.core.transactions import compare_and_swap, require_transaction
@@ -37,7 +39,7 @@ from powercontext.memory.artifacts import (
     head_ref,
 )
 from powercontext.search.fulltext import analyzer
-from review.merge import merge_fields
+from review.merge import MergeResult, merge_fields
 from review.models import Candidate, CandidateClaim, ReviewDecision
 from review.services.governance import SelfApprovalForbidden, check_four_eyes
 from review.services.rows import lock_candidate, write_version
@@ -100,13 +102,40 @@ def candidate_revise(
     submission: Submission,
     reviewer: User,
 ) -> Candidate:
-    """Append a complete replacement proposal as the next pending version."""
+    """Append a complete replacement proposal as the next pending version.
+
+    A revise never moves an update to another revision of its Artifact (issue 32): the proposal
+    was written against the targeted revision, and replacing a newer head with it would drop what
+    that head approved since. ``RebaseRequired`` (409) says to rebase instead (``candidate_rebase``
+    and ``candidate_resolve`` run the three-way merge). Keeping the target, dropping it (the
+    update becomes a new Artifact's proposal) or setting one on a candidate without one is a
+    plain revise, with the target checked to be the head (``ArtifactConflict`` otherwise).
+    """
     candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    _refuse_retarget(scope_id, candidate, submission.target)
     check_evidence(scope_id, candidate.family, submission)
     version = write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
     return candidate
+
+
+def _refuse_retarget(scope_id: str, candidate: Candidate, requested: dict[str, Any] | None) -> None:
+    """``RebaseRequired`` when ``requested`` is another revision of the Artifact the candidate's
+    latest version targets."""
+    current = candidate.latest.target if candidate.latest is not None else None
+    if current is None or requested is None:
+        return
+    old, new = exact_ref(current), exact_ref(requested)
+    same_artifact = (old["family"], old["artifact_id"]) == (new["family"], new["artifact_id"])
+    if not same_artifact or old["revision"] == new["revision"]:
+        return
+    head = Artifact.objects.filter(
+        scope_id=scope_id, family=old["family"], artifact_id=old["artifact_id"]
+    ).first()
+    raise RebaseRequired(
+        details={"target": old, "requested": new, "current": head_ref(head) if head is not None else None}
+    )
 
 
 class MergeConflict(Conflict):
@@ -143,24 +172,11 @@ def _revision_content(scope_id: str, ref: dict[str, Any], revision: int) -> dict
     return dict(row) if row is not None else None
 
 
-@transaction.atomic(durable=True)
-def candidate_rebase(
-    *, scope_id: str, candidate_id: str, expected_version: int, onto_revision: int, reviewer: User
-) -> Candidate:
-    """Rebase a pending update onto revision ``onto_revision`` of its Artifact (the current head)
-    by a per-field three-way merge (``review.merge``): base = the targeted revision, theirs = the
-    current revision, ours = the update's proposal. A clean merge becomes the next version,
-    targeting the new revision, with the proposal, reason and evidence otherwise kept (the old
-    target's reference in ``artifact_refs`` replaced by the new one); fields changed only by the
-    current revision keep its text, so approving never silently drops approved content. The
-    reviewer then reviews the diff against the new head before approving.
-
-    Raises ``MergeConflict`` (fields changed differently on both sides; nothing is written),
-    ``CandidateNotFound``, ``CandidateTerminal``, ``CandidateConflict`` (stale version),
-    ``ArtifactConflict`` (the head is not at ``onto_revision``), ``InvalidRequest`` (not an update,
-    or already targeting that revision).
-    """
-    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+def _merged_onto(scope_id: str, candidate: Candidate, onto_revision: int) -> tuple[Submission, MergeResult]:
+    """The rebase of the locked pending ``candidate`` onto revision ``onto_revision`` of its
+    Artifact: the submission it becomes (the proposal still the update's; the target and its
+    reference moved; checked, so the head is at ``onto_revision``) and the per-field three-way
+    merge (base = the targeted revision, theirs = ``onto_revision``, ours = the proposal)."""
     latest = candidate.latest
     if latest is None or latest.target is None:
         raise invalid(["target"], "Only an update (a candidate with a target) can be rebased.", "no_target")
@@ -180,14 +196,79 @@ def candidate_rebase(
     theirs = _revision_content(scope_id, old, onto_revision)
     if base is None or theirs is None:  # pragma: no cover - revisions are insert-only
         raise InvariantFailure()
-    merged = merge_fields(base, theirs, latest.proposal)
-    if not merged.clean:
-        raise MergeConflict(details={"fields": list(merged.conflicts), "onto": onto_revision})
-    submission = dataclasses.replace(submission, proposal=merged.merged)
+    return submission, merge_fields(base, theirs, latest.proposal)
+
+
+def _write_next(
+    candidate: Candidate, expected_version: int, submission: Submission, reviewer: User
+) -> Candidate:
     version = write_version(candidate, expected_version + 1, submission, reviewer)
     _advance(candidate, expected_version, version=F("version") + 1, latest=version)
     candidate.refresh_from_db()
     return candidate
+
+
+@transaction.atomic(durable=True)
+def candidate_rebase(
+    *, scope_id: str, candidate_id: str, expected_version: int, onto_revision: int, reviewer: User
+) -> Candidate:
+    """Rebase a pending update onto revision ``onto_revision`` of its Artifact (the current head)
+    by a per-field three-way merge (``review.merge``): base = the targeted revision, theirs = the
+    current revision, ours = the update's proposal. A clean merge becomes the next version,
+    targeting the new revision, with the proposal, reason and evidence otherwise kept (the old
+    target's reference in ``artifact_refs`` replaced by the new one); fields changed only by the
+    current revision keep its text, so approving never silently drops approved content. The
+    reviewer then reviews the diff against the new head before approving.
+
+    Raises ``MergeConflict`` (fields changed differently on both sides; nothing is written:
+    ``candidate_resolve`` takes the reviewer's choice for them), ``CandidateNotFound``,
+    ``CandidateTerminal``, ``CandidateConflict`` (stale version), ``ArtifactConflict`` (the head
+    is not at ``onto_revision``), ``InvalidRequest`` (not an update, or already targeting that
+    revision).
+    """
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    submission, merged = _merged_onto(scope_id, candidate, onto_revision)
+    if not merged.clean:
+        raise MergeConflict(details={"fields": list(merged.conflicts), "onto": onto_revision})
+    return _write_next(
+        candidate, expected_version, dataclasses.replace(submission, proposal=merged.merged), reviewer
+    )
+
+
+@transaction.atomic(durable=True)
+def candidate_resolve(
+    *,
+    scope_id: str,
+    candidate_id: str,
+    expected_version: int,
+    onto_revision: int,
+    resolutions: dict[str, Any],
+    reviewer: User,
+) -> Candidate:
+    """A rebase that stopped at a merge conflict, finished with the reviewer's value for each
+    conflicting field (the conflict editor, ``review/views/conflict.py``): the same three-way
+    merge as ``candidate_rebase``, run here in the same transaction, gives every other field;
+    ``resolutions`` (already valid values of the family's fields) must name exactly the fields
+    that conflict. The result becomes the next version, targeting ``onto_revision``.
+
+    Raises what ``candidate_rebase`` raises except ``MergeConflict``, and ``InvalidRequest`` when
+    nothing conflicts (rebase instead) or ``resolutions`` names other fields than the conflicts.
+    """
+    candidate = _lock_pending(scope_id, candidate_id, expected_version)
+    submission, merged = _merged_onto(scope_id, candidate, onto_revision)
+    if merged.clean:
+        raise invalid(
+            ["target"], f"Nothing conflicts with revision {onto_revision}: rebase instead.", "no_conflict"
+        )
+    if sorted(resolutions) != list(merged.conflicts):
+        fields = ", ".join(merged.conflicts)
+        raise invalid(
+            ["resolutions"], f"Resolve exactly the conflicting fields: {fields}.", "resolution_mismatch"
+        )
+    proposal = {**merged.merged, **resolutions}
+    return _write_next(
+        candidate, expected_version, dataclasses.replace(submission, proposal=proposal), reviewer
+    )
 
 
 def _after_revision_written() -> None:

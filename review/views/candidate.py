@@ -290,12 +290,8 @@ def candidate_revise(request: HttpRequest, pk: int, candidate: Candidate) -> Htt
             action="revise",
             expected_version=posted,
         )
-    onto = small_int(request.GET.get("onto"))
-    conflicts = [n for n in request.GET.get("conflicts", "").split(", ") if n in form_class.spec.field_names]
     if request.method == "GET":
         initial = form_class.initial_from(candidate.version, summary.latest)
-        if onto is not None and summary.latest.target is not None:
-            initial["onto_revision"] = onto
         form = unstash_form(request, pk, "revise", form_class) or form_class(initial=initial)
     else:
         form = form_class(request.POST)
@@ -325,8 +321,6 @@ def candidate_revise(request: HttpRequest, pk: int, candidate: Candidate) -> Htt
             "form": form,
             "filter_qs": qs,
             "can_review": True,
-            "conflict_fields": conflicts,
-            "onto": onto,
         },
     )
 

@@ -5,11 +5,13 @@ When rebasing a pending update onto its Artifact's current revision stops at a c
 the reviewer lands here. Per conflicting field the page shows the base (the revision the update
 targeted), the current approved revision and the update side by side, with a choice: take the
 current text, take the update's, or edit a result. Fields that merge cleanly show their merged
-value. Saving writes the next version through ``services.candidate_revise`` (one transaction,
-the candidate's version compare-and-swap, the target checked to be the head) targeting the
-current revision; the candidate page then diffs it against that revision, so any approved text
-the result leaves out shows as removed before anyone approves. A page whose candidate or head
-moved on meanwhile gets the 409 conflict page and nothing is written.
+value. Saving sends only the conflicting fields' results to ``services.candidate_resolve``, which
+runs the same three-way merge as Rebase in its own transaction (the candidate's version
+compare-and-swap, the head checked to be at the revision merged onto) and takes every other
+field from it, so no approved text changes hands outside the merge (issue 32); the next version
+targets the current revision, and the candidate page diffs it against that revision, so any
+approved text the result leaves out shows as removed before anyone approves. A page whose
+candidate or head moved on meanwhile gets the 409 conflict page and nothing is written.
 """
 
 from __future__ import annotations
@@ -180,17 +182,22 @@ def candidate_merge(request: HttpRequest, pk: int, candidate: Candidate) -> Http
                     from_current=field.name in merged.from_theirs,
                 )
             )
+    if not merged.conflicts:
+        messages.info(
+            request, f"Nothing conflicts with revision {onto} any more: rebase the candidate instead."
+        )
+        return HttpResponseRedirect(candidate_url(pk, qs))
     if request.method == "POST":
-        proposal = {name: value for name, value in merged.merged.items() if name in spec.field_names}
+        resolutions: dict[str, Any] = {}
         resolved = []
         for row in rows:
             if row.conflict:
                 row, value = _resolve(spec, row, request.POST)
                 if value is not None:
-                    proposal[row.name] = value
+                    resolutions[row.name] = value
             resolved.append(row)
         if not any(row.error for row in resolved):
-            saved = _save(request, candidate, proposal, posted_version or 0, onto)
+            saved = _save(request, candidate, resolutions, posted_version or 0, onto)
             if saved is not None:
                 return saved
         # Refused: back to the editor by GET (a reload never resubmits), with what was posted.
@@ -202,11 +209,6 @@ def candidate_merge(request: HttpRequest, pk: int, candidate: Candidate) -> Http
         response = HttpResponseRedirect(with_qs(reverse("review:merge", args=[pk]), qs))
         response.status_code = 303
         return response
-    if not merged.conflicts:
-        messages.info(
-            request, f"Nothing conflicts with revision {onto} any more: rebase the candidate instead."
-        )
-        return HttpResponseRedirect(candidate_url(pk, qs))
     stash = request.session.pop(_stash_key(pk), None)
     if isinstance(stash, dict) and stash.get("version") == candidate.version and stash.get("onto") == onto:
         posted = stash.get("rows") or {}
@@ -234,30 +236,23 @@ def candidate_merge(request: HttpRequest, pk: int, candidate: Candidate) -> Http
 
 
 def _save(
-    request: HttpRequest, candidate: Candidate, proposal: dict[str, Any], expected: int, onto: int
+    request: HttpRequest, candidate: Candidate, resolutions: dict[str, Any], expected: int, onto: int
 ) -> HttpResponse | None:
-    """Write the resolved proposal as the next version targeting revision ``onto`` (the revise
-    service: one transaction, version compare-and-swap, target checked to be the head)."""
-    latest = candidate.latest
-    assert latest is not None and isinstance(latest.target, dict)
-    target, refs = services.retargeted_refs(list(latest.artifact_refs), dict(latest.target), onto)
-    submission = services.Submission(
-        proposal=proposal,
-        source_refs=[dict(ref) for ref in latest.source_refs],
-        artifact_refs=refs,
-        target=target,
-        reason=latest.reason,
-    )
+    """Write the next version targeting revision ``onto``: the service merges again and takes
+    ``resolutions`` for the conflicting fields (one transaction, version compare-and-swap, the
+    head checked to be at ``onto``)."""
     try:
-        revised = services.candidate_revise(
+        revised = services.candidate_resolve(
             **acting_on(request, candidate),
             expected_version=expected,
-            submission=submission,
+            onto_revision=onto,
+            resolutions=resolutions,
         )
     except CONFLICTS as exc:
         return _conflict(request, candidate.pk, exc, action="rebase", expected_version=expected)
     except InvalidRequest as exc:
-        messages.error(request, f"Not saved: {exc.message}")
+        errors = (exc.details or {}).get("errors") or [{"msg": exc.message}]
+        messages.error(request, f"Not saved: {errors[0]['msg']}")
         return None
     messages.success(
         request,

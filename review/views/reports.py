@@ -80,7 +80,6 @@ ProposeUpdateForm = cast(
         (revise_form(families.EXPERIENCE),),
         {
             "expected_version": None,
-            "onto_revision": None,
             "reason": _reason_field("Propose: why? (required)"),
         },
     ),

@@ -1,8 +1,9 @@
 """The conflict editor (issue 22, "Safe updates"): a rebase whose three-way merge conflicts opens
 a page with, per conflicting field, the base, the current approved revision and the update side
 by side; the reviewer takes one side or edits; saving writes the next version targeting the
-current revision (the revise service: one transaction, version compare-and-swap), and the
-candidate page diffs it against that revision, so dropped approved text shows as removed."""
+current revision (``candidate_resolve``: the same merge again, one transaction, version
+compare-and-swap), and the candidate page diffs it against that revision, so dropped approved
+text shows as removed."""
 
 from __future__ import annotations
 
