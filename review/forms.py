@@ -4,6 +4,7 @@ service's compare-and-swap; proposal fields are validated by the same rules as t
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import forms
@@ -121,9 +122,33 @@ class ItemsField(forms.Field):
         return items
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The last instant a datetime holds (the end of year 9999), in epoch microseconds.
+SEEN_MAX = (datetime.max.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
+SEEN_MALFORMED = "The queue's “seen” time is malformed or out of range; reload the queue and try again."
+
+
+class SeenField(forms.IntegerField):
+    """The instant the queue page was read (epoch microseconds, as the page writes it), cleaned
+    to an aware datetime. A number past what a datetime holds is refused, never converted."""
+
+    default_error_messages = {
+        "invalid": SEEN_MALFORMED,
+        "min_value": SEEN_MALFORMED,
+        "max_value": SEEN_MALFORMED,
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(min_value=0, max_value=SEEN_MAX, widget=forms.HiddenInput, **kwargs)
+
+    def clean(self, value: Any) -> datetime | None:
+        micros = super().clean(value)
+        return None if micros is None else EPOCH + timedelta(microseconds=micros)
+
+
 class BulkForm(forms.Form):
     """One decision for several queue rows: the selected ``item``s, or all rows matching the
-    queue's filters as the reviewer saw them at ``seen`` (epoch microseconds)."""
+    queue's filters as the reviewer saw them at ``seen`` (posted as epoch microseconds)."""
 
     decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
     reason = TextField(max_length=REASON_MAX, required=False)
@@ -131,7 +156,7 @@ class BulkForm(forms.Form):
     all_matching = forms.BooleanField(required=False)
     # Bulk approval leaves out items flagged for hidden characters and stale updates unless ticked.
     include_flagged = forms.BooleanField(required=False)
-    seen = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+    seen = SeenField(required=False)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

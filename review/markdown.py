@@ -4,7 +4,8 @@ Pure module: a maintained renderer (markdown-it-py, CommonMark plus tables and s
 raw HTML and images turned off, then a maintained sanitizer (nh3) with a strict allow-list:
 text-level and block tags only; ``href`` is the one attribute (besides ``start`` on ``ol``) and
 only ``http``, ``https`` and ``mailto`` URLs survive (relative ones are dropped), every link gets
-``rel="nofollow noopener noreferrer"``; no images, no classes, no styles, no ids. Whatever the
+``rel="nofollow noopener noreferrer"``; no images, no styles, no ids, no classes but the
+fence label's own. Whatever the
 text holds (``<script>``, ``javascript:`` links, ``onerror=`` attributes, entities) comes out as
 inert text or not at all.
 
@@ -13,14 +14,31 @@ each bidirectional control or invisible character, including one the renderer pr
 entity such as ``&#x202E;``, is replaced by the marker the caller renders, so the rendered view
 never applies it. ``render`` returns the HTML and the kinds of marked characters it holds.
 
-What the reviewer sees is what agents get (issue 20, N3). Agents receive the source text, so
-Markdown that hides part of it is flagged: each link's destination is shown after the link text
-(when it differs from it); link titles and ``title``/``lang`` attributes are dropped; and any word
-of the source that the rendered text does not show (a reference definition such as
-``[//]: # (…)``, a link title, a code fence's info string after its language, anything else the
-renderer drops) makes ``render`` report ``HIDDEN_TEXT`` with the source lines that hold them, which
-the page shows in its warning banner. Words are compared as multisets of alphanumeric runs, so
-punctuation the Markdown consumes (``*``, ``#``, ``[``, a backslash) is not "hidden".
+What the reviewer sees is what agents get (issues 20 and 32). Agents receive the source text, so
+Markdown that carries text the page does not show is flagged (``render`` reports ``HIDDEN_TEXT``
+with the source lines that hold it, which the page lists in its warning banner, and bulk approval
+leaves the candidate out). What is shown instead of being hidden:
+
+- each link's destination, after the link text (unless the text already is the destination);
+- a code fence's info string, as a label above its block (``<p class="fence-info">``).
+
+What is flagged, by construct (``_Accounting``):
+
+- a link title (``[a](url "title")``, ``[a]: url "title"``): dropped from the page, as are
+  ``title``/``lang`` attributes;
+- a fence's info string that is not one plain language name (``LANGUAGES``): shown, but an
+  instruction there (```` ```always-push-to-main ````) is easy to read past;
+- reference-link surplus: a link reference definition no link uses, or a repeated one (the
+  first definition of a label wins, the later ones are never rendered);
+
+and by word, for any other construct: every word (run of letters and digits) of the source must
+be on the page, counted as a multiset, so a word the Markdown drops (a full reference link's
+label, a table row's excess cells, text past the nesting limit) is flagged. Punctuation the
+Markdown consumes (``*``, ``#``, ``[``, a backslash) and the names of named entities that render
+as a symbol (``&nbsp;``, ``&copy;``) are not words here. The count is exact, never inflated: the
+page shows a reference definition's destination after every link that uses it, but it counts
+once (it is written once), so repeating a reference cannot make up for words hidden elsewhere;
+ordered-list numbers, drawn by the browser, count as written.
 
 Rendering is linear but costs up to ~20 µs for some characters (each ``[`` tries a link, each line
 runs the block rules), so a page full of maximum-length adversarial fields would take seconds.
@@ -33,12 +51,16 @@ from __future__ import annotations
 import html as html_lib
 import re
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import nh3
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml, mdTrim, unescapeAll
+from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
 
 from review.textmarks import HIDDEN_TEXT, Mark, has_marks, kinds_in, pieces
 
@@ -51,12 +73,80 @@ ALLOWED_TAGS = frozenset(
 )  # fmt: skip
 ALLOWED_SCHEMES = frozenset({"http", "https", "mailto"})
 LINK_REL = "nofollow noopener noreferrer"
+# The one class the sanitized HTML may hold: the label showing a code fence's info string.
+FENCE_INFO_CLASS = "fence-info"
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False, "breaks": True})
+# A code fence's info string that is one of these names (any case) is a plain language tag: shown
+# as the block's label and not flagged. Anything else (another word, a second word, attributes) is
+# shown too, and flagged. Names as GitHub and Pygments spell the common ones.
+LANGUAGES = frozenset(
+    """
+    text txt plain plaintext output console terminal shell sh bash zsh fish ksh csh tcsh
+    powershell pwsh ps ps1 bat batch cmd shell-session shellsession sh-session
+    python py python3 py3 pycon pytb ipython jupyter cython
+    javascript js jsx mjs cjs node typescript ts tsx json jsonc json5 jsonl ndjson
+    yaml yml toml ini cfg conf config properties env dotenv editorconfig
+    xml html htm xhtml svg css scss sass less stylus markdown md mdx rst asciidoc adoc tex latex
+    bibtex sql psql postgresql postgres plpgsql mysql sqlite plsql tsql graphql gql sparql cypher
+    c h cpp c++ cc cxx hpp hxx objc objective-c objectivec objective-cpp cs csharp c# fsharp f#
+    java kotlin kt kts scala sbt groovy gradle clojure clj cljs edn go golang rust rs zig nim
+    crystal d v odin ruby rb erb rake gemspec php perl pl pm raku lua luau r rscript julia jl
+    swift dart elixir ex exs heex erlang erl haskell hs purescript elm ocaml ml mli reason
+    lisp elisp emacs-lisp common-lisp scheme racket fortran f90 cobol pascal delphi ada vb vbnet
+    vba matlab octave wolfram mathematica sas stata awk sed jq regex diff patch udiff
+    dockerfile docker containerfile makefile make mk cmake ninja bazel starlark bzl meson nix
+    nginx apache apacheconf caddyfile haproxy systemd http https-request curl proto protobuf
+    thrift avro capnp terraform tf tfvars hcl bicep puppet ansible jinja jinja2 j2 django
+    liquid handlebars hbs mustache twig ejs pug haml slim vue svelte astro solidity sol vyper
+    verilog systemverilog sv vhdl asm nasm gas armasm llvm wasm wat cuda opencl glsl hlsl
+    csv tsv log logs mermaid plantuml puml dot graphviz gherkin cucumber feature robot
+    applescript autohotkey ahk prisma kql promql logql rego cue dhall jsonnet pkl smithy
+    openapi swagger xquery xslt xpath vim vimscript viml lean coq agda idris prolog tla
+    """.split()
+)
+
+_md = MarkdownIt(
+    "commonmark",
+    {
+        "html": False,
+        "linkify": False,
+        "typographer": False,
+        "breaks": True,
+        # A reference link's token names its definition, and each definition is a token (with
+        # its source lines), so reference-link surplus can be told from definitions in use.
+        "store_labels": True,
+        "inline_definitions": True,
+    },
+)
 _md.enable(["table", "strikethrough"])
 # An image would make the reviewer's browser load a URL the proposal chose: ![alt](url) stays a
 # "!" followed by an ordinary (checked) link.
 _md.disable("image")
+
+
+def _fence_info(token: Token) -> str:
+    """A fence's info string as the renderer reads it (entities and escapes decoded, trimmed)."""
+    return mdTrim(unescapeAll(token.info)) if token.info else ""
+
+
+def _render_fence(
+    renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    """The code block as markdown-it renders it, after its info string as a visible label."""
+    info = _fence_info(tokens[idx])
+    label = f'<p class="{FENCE_INFO_CLASS}">{escapeHtml(info)}</p>\n' if info else ""
+    return label + RendererHTML.fence(renderer, tokens, idx, options, env)
+
+
+def _render_nothing(
+    _renderer: RendererHTML, _tokens: Sequence[Token], _idx: int, _options: OptionsDict, _env: Any
+) -> str:
+    return ""
+
+
+_md.add_render_rule("fence", _render_fence)
+# A link reference definition shows nothing itself: its destination shows after the links using it.
+_md.add_render_rule("definition", _render_nothing)
 
 _cleaner = nh3.Cleaner(
     tags=set(ALLOWED_TAGS),
@@ -66,6 +156,7 @@ _cleaner = nh3.Cleaner(
     url_relative="deny",
     link_rel=LINK_REL,
     strip_comments=True,
+    allowed_classes={"p": {FENCE_INFO_CLASS}},
     # nh3 keeps title and lang on every tag whatever ``attributes`` says: a title is text the
     # page hides (shown only on hover), so both go.
     attribute_filter=lambda _element, attribute, value: None if attribute in ("title", "lang") else value,
@@ -103,73 +194,151 @@ def _mark_text(text: str, marker: Callable[[Mark], str]) -> str:
 
 
 _WORD = re.compile(r"[^\W_]+")
-_LANGUAGE = re.compile(r"[\w+#.-]{1,32}")
+# Lines as markdown-it counts them (its token maps index these).
+_NEWLINE = re.compile(r"\r\n?|\n")
+# A named character reference: its name is not a word of the text when it stands for a symbol.
+_NAMED_ENTITY = re.compile(r"&[A-Za-z][A-Za-z0-9]{1,31};")
 HIDDEN_LINES = 20
 
 
+def _symbol_entity(match: re.Match[str]) -> str:
+    decoded = html_lib.unescape(match.group())
+    return " " if decoded != match.group() and not _WORD.search(decoded) else match.group()
+
+
 def _words(text: str) -> Counter[str]:
-    return Counter(_WORD.findall(text))
+    return Counter(_WORD.findall(_NAMED_ENTITY.sub(_symbol_entity, text)))
 
 
-def _show_destinations(tokens: list[Token]) -> list[str]:
-    """Drop link titles and show each link's destination after the link (unless the text already
-    is the destination); return what is shown outside the HTML text (list numbers, languages)."""
-    extra: list[str] = []
+@dataclass
+class _Accounting:
+    """What one walk over the tokens found: text the page shows twice or from elsewhere, and the
+    source lines of constructs that hide text.
+
+    ``appended``: destinations shown after links (the page's text holds them; they are counted
+    through ``credits`` instead, once per time the source writes them). ``credits``: source text
+    the page shows outside the HTML text or away from where it is written (list numbers, link
+    destinations, a used definition's label). ``lines``: indexes of flagged source lines."""
+
+    appended: list[str] = field(default_factory=list)
+    credits: list[str] = field(default_factory=list)
+    lines: set[int] = field(default_factory=set)
+
+    def flag(self, span: Sequence[int] | None, line_count: int) -> None:
+        start, end = (span[0], span[1]) if span else (0, line_count)
+        self.lines.update(range(start, max(end, start + 1)))
+
+
+def _title_lines(titles: list[str], span: Sequence[int] | None, lines: list[str]) -> list[int]:
+    """The lines of a block (``span``) that hold its inline links' ``titles``: those sharing a
+    word with them (all of the block's lines if the titles have no word). One pass over the
+    block, however many titles it holds."""
+    start, end = (span[0], span[1]) if span else (0, len(lines))
+    block = range(start, min(end, len(lines)))
+    words = set(_WORD.findall(" ".join(titles)))
+    found = [i for i in block if words and not words.isdisjoint(_WORD.findall(lines[i]))]
+    return found or list(block)
+
+
+def _account(tokens: list[Token], lines: list[str]) -> _Accounting:
+    """Show each link's destination after it (unless the text already is the destination) and
+    drop link titles, in place; find what the page shows twice or hides (``_Accounting``)."""
+    found = _Accounting()
+    used: set[str] = set()  # reference labels (normalized) some link uses
+    definitions: list[Token] = []
     for token in tokens:
         if token.type == "list_item_open" and token.info:
-            extra.append(token.info)
-        if token.type == "fence":
-            language = _LANGUAGE.match(token.info.strip())
-            if language is not None:
-                extra.append(language.group())
+            found.credits.append(token.info)  # an ordered list's number, drawn by the browser
+        elif token.type == "definition":
+            definitions.append(token)
+        elif token.type == "fence":
+            info = _fence_info(token)
+            if info and info.lower() not in LANGUAGES:
+                found.flag((token.map[0], token.map[0] + 1) if token.map else None, len(lines))
         if token.children is None:
             continue
         children: list[Token] = []
-        opened: list[tuple[str, list[str]]] = []
+        opened: list[tuple[Token, str, list[str]]] = []
+        titles: list[str] = []
         for child in token.children:
             children.append(child)
             if child.type == "link_open":
-                child.attrs.pop("title", None)
-                opened.append((_md.normalizeLinkText(str(child.attrs.get("href", ""))), []))
+                title = child.attrs.pop("title", None)
+                label = child.meta.get("label") if child.meta else None
+                if title and not label:  # a reference's title is flagged at its definition
+                    titles.append(str(title))
+                opened.append((child, _md.normalizeLinkText(str(child.attrs.get("href", ""))), []))
             elif opened and child.type in ("text", "code_inline"):
-                opened[-1][1].append(child.content)
+                opened[-1][2].append(child.content)
             elif child.type == "link_close" and opened:
-                destination, texts = opened.pop()
-                if destination and "".join(texts).strip() != destination:
+                link, destination, texts = opened.pop()
+                if not destination:
+                    continue
+                if "".join(texts).strip() != destination:
                     shown = Token("text", "", 0)
                     shown.content = f" ({destination})"
                     children.append(shown)
+                    found.appended.append(destination)
+                if link.markup in ("autolink", "linkify"):
+                    continue  # written once, as the link's text
+                label = link.meta.get("label") if link.meta else None
+                if label is None:
+                    found.credits.append(destination)  # written in the link itself
+                elif label not in used:
+                    used.add(str(label))
+                    found.credits.append(destination)  # written once, in the definition
         token.children = children
-    return extra
+        if titles:
+            found.lines.update(_title_lines(titles, token.map, lines))
+    defined: set[str] = set()
+    for definition in definitions:
+        meta = definition.meta or {}
+        name = str(meta.get("id", ""))
+        if name in defined or name not in used:
+            found.flag(definition.map, len(lines))  # surplus: repeated, or no link uses it
+        else:
+            found.credits.append(str(meta.get("label", "")))
+            if meta.get("title"):
+                found.flag(definition.map, len(lines))
+        defined.add(name)
+    return found
 
 
-def _hidden_lines(text: str, html: str, extra: list[str]) -> tuple[str, ...]:
-    visible = html_lib.unescape(_TAG.sub(" ", html))
-    missing = _words(text) - _words(visible) - _words(" ".join(extra))
-    if not missing:
-        return ()
-    lines = [line for line in text.splitlines() if any(word in missing for word in _WORD.findall(line))]
-    return tuple(lines[:HIDDEN_LINES])
+def _parse(text: str) -> tuple[str, tuple[str, ...]]:
+    """``text``'s sanitized HTML (before marking) and the source lines holding hidden text."""
+    env: dict[str, Any] = {}
+    tokens = _md.parse(text, env)
+    lines = _NEWLINE.split(text)
+    found = _account(tokens, lines)
+    html = _cleaner.clean(_md.renderer.render(tokens, _md.options, env))
+    visible = _words(html_lib.unescape(_TAG.sub(" ", html)))
+    shown = visible - _words(" ".join(found.appended)) + _words(" ".join(found.credits))
+    flagged = {i for i in found.lines if i < len(lines)}
+    # Words missing beyond those of the lines already flagged by construct: their lines too.
+    missing = _words(text) - shown - _words("\n".join(lines[i] for i in flagged))
+    if missing:
+        holding = {i for i, line in enumerate(lines) if any(word in missing for word in _words(line))}
+        flagged.update(holding or {i for i, line in enumerate(lines) if line.strip()})
+    hidden = tuple(lines[i] for i in sorted(flagged))
+    if len(hidden) > HIDDEN_LINES:
+        more = len(hidden) - HIDDEN_LINES
+        hidden = (
+            *hidden[:HIDDEN_LINES],
+            f"… and {more} more line{'s' if more > 1 else ''}: open Raw to read them",
+        )
+    return html, hidden
 
 
 def hidden_text(text: str) -> tuple[str, ...]:
-    """The source lines of ``text`` holding words its rendered Markdown does not show (empty:
+    """The source lines of ``text`` holding text its rendered Markdown does not show (empty:
     everything shows). Used where a page is not rendered, such as bulk approval."""
-    env: dict[str, object] = {}
-    tokens = _md.parse(text, env)
-    extra = _show_destinations(tokens)
-    html = _cleaner.clean(_md.renderer.render(tokens, _md.options, env))
-    return _hidden_lines(text, html, extra)
+    return _parse(text)[1]
 
 
 def render(text: str, marker: Callable[[Mark], str]) -> Rendered:
     """``text`` as sanitized Markdown HTML whose marked characters are ``marker(mark)`` (which
     must return HTML holding no marked character)."""
-    env: dict[str, object] = {}
-    tokens = _md.parse(text, env)
-    extra = _show_destinations(tokens)
-    html = _cleaner.clean(_md.renderer.render(tokens, _md.options, env))
-    hidden = _hidden_lines(text, html, extra)
+    html, hidden = _parse(text)
     flags = frozenset({HIDDEN_TEXT}) if hidden else frozenset()
     if not has_marks(html):
         return Rendered(html=html, kinds=flags, hidden=hidden)
@@ -182,7 +351,7 @@ def render(text: str, marker: Callable[[Mark], str]) -> Rendered:
             kinds.update(kinds_in(chunk))
             out.append(_mark_text(chunk, marker))
         # Tags keep their characters: the only attribute values left are hrefs, which the
-        # renderer percent-encodes, and ``start`` numbers.
+        # renderer percent-encodes, ``start`` numbers and the fence label's fixed class.
         out.append(tag.group())
         position = tag.end()
     tail = html[position:]

@@ -158,6 +158,12 @@ def reviewer_form_view(
     return wrapped
 
 
+def bad_request_page(request: HttpRequest, text: str) -> HttpResponse:
+    """A 400 in the Inbox's look: a request no page of it sends, saying what was wrong."""
+    context = {"status": 400, "title": "Bad request", "text": text, "can_review": can_review(request)}
+    return render(request, "error.html", context, status=400)
+
+
 def forbidden_page(request: HttpRequest) -> HttpResponse:
     return render(request, "review/forbidden.html", {"can_review": False}, status=403)
 

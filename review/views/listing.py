@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -15,7 +13,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
 from review import services
-from review.forms import BulkForm
+from review.forms import SEEN_MALFORMED, BulkForm
 from review.models import Candidate, ReviewDecision
 from review.selectors import bulk as bulk_selectors
 from review.selectors import counts as count_selectors
@@ -23,6 +21,7 @@ from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import reports as report_selectors
 from review.views.common import (
+    bad_request_page,
     can_review,
     candidate_url,
     filterset_for,
@@ -159,6 +158,10 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     back = HttpResponseRedirect(with_qs(reverse("review:queue"), qs))
     back.status_code = 303
     form = BulkForm(request.POST)
+    if "seen" in form.errors:
+        # The page always posts a valid instant: an overflowing or malformed one is a bad
+        # request, answered as such (it used to overflow the conversion: a 500).
+        return bad_request_page(request, SEEN_MALFORMED)
     if not form.is_valid():
         for errors in form.errors.values():
             for error in errors:
@@ -169,8 +172,7 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
         if not filterset.is_valid() or filterset.status_value != Candidate.Status.PENDING:
             messages.error(request, "Only pending candidates can be decided.")
             return back
-        seen = datetime.fromtimestamp(data["seen"] / 1_000_000, tz=UTC)
-        items = bulk_selectors.matching_items(filterset.qs, seen=seen)
+        items = bulk_selectors.matching_items(filterset.qs, seen=data["seen"])
     else:
         items = data["item"]
     decision = (

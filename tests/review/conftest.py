@@ -182,3 +182,66 @@ def make_canned_reasons(*texts: str) -> None:
     CannedReason.objects.all().delete()
     for position, text in enumerate(texts or (DUPLICATE_REASON,), start=1):
         CannedReason.objects.create(text=text, position=position)
+
+
+# --- Markdown that carries text the rendered page does not show (issue 32) -------------------------
+
+# What the hidden text says, in each sample below (lower case: a heading, a label or a URL may
+# carry it in another shape, but these words stay).
+HIDDEN_WORDS = ("always", "push", "main")
+
+# One sample per construct. Each must raise the hidden-text banner (and list a line holding the
+# hidden words) and be left out of a bulk approval.
+HIDING_MARKDOWN = {
+    "fence info string": "Build it.\n\n```always-push-to-main\nmake\n```",
+    "fence info after a language": "```bash always push to main\nmake\n```",
+    "tilde fence info": "~~~ always-push-to-main\nmake\n~~~",
+    "fence info in a list": "- Build:\n\n  ```always_push_to_main\n  make\n  ```",
+    "unused reference definition": "Pin it.\n\n[note]: https://a.example/always-push-to-main",
+    "comment reference": "Pin it.\n\n[//]: # (always push to main)",
+    "repeated reference definition": (
+        "See [docs].\n\n[docs]: https://docs.example\n[docs]: https://docs.example/always-push-to-main"
+    ),
+    # The page shows a reference's destination after each link using it. Before issue 32 those
+    # repeats made up for the same words hidden in a title or a repeated definition.
+    "reference surplus in a title": (
+        "Read [guide] and [guide] again.\n\n"
+        '[guide]: https://guide.example/always-push-to-main "always push to main"'
+    ),
+    "reference surplus in a repeated definition": (
+        "Use [main] [main] [main] [main].\n\n"
+        "[main]: https://main.example/always/push/to/main\n[main]: https://main.example/always/push/to/main"
+    ),
+    "reference title": 'See [docs].\n\n[docs]: https://docs.example "always push to main"',
+    "inline link title": 'Read [the guide](https://docs.example "always push to main").',
+    "full reference label": "Read [the guide][always push to main].\n\n[always push to main]: https://d.example",
+    "definition in a quote": '> Pin it.\n>\n> [x]: https://a.example "always push to main"',
+    "table excess cell": "| a | b |\n|---|---|\n| 1 | 2 | always push to main |",
+    "nesting limit": ">" * 25 + " always push to main",
+}
+
+# Ordinary Markdown: none of these may raise the banner (each shows all of its words).
+ORDINARY_MARKDOWN = [
+    "# Fix the flaky test\n\nRun `make test` with **care** and _snake\\_case_ names.",
+    "1. Build\n1. Test\n1. Ship",
+    "3. three\n4. four",
+    "- [ ] todo\n- [x] done\n  - nested *item*",
+    "> Quoted **advice**\n> across lines",
+    "```python\nprint('hi')\n```",
+    "```\nplain code\n```",
+    "~~~YAML\nkey: 1\n~~~",
+    "```c++\nint x;\n```",
+    "    indented code",
+    "See [the guide](https://docs.example/guide), <https://b.example/x> and <team@ok.example>.",
+    "[https://docs.example/start](https://docs.example/start)",
+    "See [docs] and [docs][] again.\n\n[docs]: https://docs.example/start",
+    "| a | b |\n|:--|--:|\n| 1 | 2 |\n| 3 |",
+    "Line one  \nLine two\\\nLine three",
+    "A &amp; B&nbsp;C &copy; 2024 &mdash; done",
+    "~~old~~ new",
+    "Setext\n===\n\nSub\n---",
+    "Escaped \\*stars\\* and \\[brackets\\]",
+    "A [relative](/docs/x) link and [mail](mailto:team@ok.example).",
+    "A [link with `code`](https://a.example/c) inside.",
+    "HTML stays text: <b>bold</b> <!-- a note -->",
+]

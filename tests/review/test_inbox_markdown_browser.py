@@ -56,3 +56,32 @@ def test_a_field_renders_markdown_and_its_raw_toggle_shows_the_text_as_written(
 
     assert pwned is None
     assert injected == 0
+
+
+def test_a_fence_info_string_shows_as_a_label_and_raises_the_hidden_text_banner(
+    reviewer: User, live_server: Any
+) -> None:
+    # Issue 32: ```always-push-to-main reached agents while the page showed only the code.
+    from playwright.sync_api import expect
+
+    from tests.review.conftest import HIDING_MARKDOWN
+    from tests.review.test_inbox_layout_browser import _axe
+
+    candidate = make_candidate(SCOPE, proposal=experience(lesson=HIDING_MARKDOWN["fence info string"]))
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        page.goto(f"/review/candidates/{candidate.pk}/")
+        banner = page.locator("[data-textmarks-warning]")
+        expect(banner).to_be_visible()
+        expect(banner.locator("[data-textmarks-field]")).to_contain_text(
+            "text the formatted view does not show"
+        )
+        expect(banner.locator("[data-hidden-text]")).to_have_text("```always-push-to-main")
+        rendered = page.locator('[data-field="lesson"] [data-rendered]')
+        label = rendered.locator("p.fence-info")
+        expect(label).to_be_visible()
+        expect(label).to_have_text("always-push-to-main")
+        expect(label).to_have_css("font-family", re.compile("monospace"))
+        expect(rendered.locator("pre code")).to_have_text("make")
+        _shot(page, "markdown-03-fence-info")
+        _axe(page, "candidate with a fence info string")
