@@ -284,17 +284,20 @@ def weigh(
     hits' feedback targets ("" for a hit the floor rejected). Each weighed hit's prior is added to
     ``priors``. Order changes only where a prior is not 0."""
     by_index: dict[int, float] = {}
-    held: set[int] = set()
+    held: list[int] = []
     for index, key in enumerate(keys):
-        counters = usage.get(key) if key else None
+        counters = usage.get(key)  # a rejected hit's key is "", never a counter's
         if counters is None:
             continue
         if policy.held(counters, family):
-            held.add(index)
+            held.append(index)
         value = policy.prior(counters, family, now)
         priors[key] = value
-        by_index[index] = value
-    ordered = feedback_prior.order([hit.score for hit in hits], by_index)
+        if value:
+            by_index[index] = value
+    ordered = feedback_prior.order([hit.score for hit in hits], by_index) if by_index else None
+    if ordered is None or ordered == list(range(len(hits))):  # nothing moved
+        return list(hits), list(admitted), frozenset(held)
     position = {old: new for new, old in enumerate(ordered)}
     return (
         [hits[i] for i in ordered],
