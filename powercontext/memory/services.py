@@ -4,11 +4,13 @@ Memory is one Artifact per scope (family ``memory``, artifact id ``memory``). Ea
 transaction that locks the scope's Memory head, creates exactly one new Memory revision, and
 touches only the entries it changes: it closes and opens membership intervals, inserts immutable
 entry versions, records the change list on the revision, maintains the search index, and moves
-the head by compare-and-swap. Nothing here copies the manifest.
+the head by compare-and-swap. Nothing here copies the manifest. Every text and reason passes the
+redaction door (``powercontext.core.secret_door``) before it is stored or digested.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from powercontext.core.models import (
     MemoryEntryVersion,
     MemoryMembership,
 )
+from powercontext.core.secret_door import redact_text
 from powercontext.core.transactions import require_transaction
 from powercontext.memory.artifacts import artifact_head_lock, artifact_revision_create
 from powercontext.memory.selectors import EntryView, entry_view, find_membership
@@ -102,6 +105,7 @@ def memory_remember(
     revision (0 heads: any expected revision conflicts). ``source_refs`` are the exact source
     references (``{"name", "source_id"}``) the entry version keeps as its provenance.
     """
+    text, reason = redact_text(text), redact_text(reason)
     head = _lock_head(scope_id, create=True)
     if head is None:  # pragma: no cover - the insert above guarantees the row
         raise InvariantFailure()
@@ -237,6 +241,7 @@ def memory_revise_within(
     """``memory_revise`` inside the caller's transaction (asserted), for a caller that records
     what it did in the same transaction (a reviewer's decision on a reported entry)."""
     require_transaction("memory_revise_within")
+    text, reason = redact_text(text), redact_text(reason)
     head, membership = _locked_membership(scope_id, citation)
     if membership.state != MemoryMembership.State.ACTIVE:
         raise MemoryEntryInactive()
@@ -292,6 +297,7 @@ def memory_retire(*, scope_id: str, citation: Citation, reason: str | None = Non
 def memory_retire_within(*, scope_id: str, citation: Citation, reason: str | None = None) -> MemoryMutation:
     """``memory_retire`` inside the caller's transaction (asserted)."""
     require_transaction("memory_retire_within")
+    reason = redact_text(reason)
     head, membership = _locked_membership(scope_id, citation)
     version = membership.entry_version
     if membership.state != MemoryMembership.State.ACTIVE:
@@ -329,6 +335,7 @@ def memory_restore_within(
     ``RevisionConflict`` (the entry changed since).
     """
     require_transaction("memory_restore_within")
+    reason = redact_text(reason)
     head = _lock_head(scope_id, create=False)
     if head is None or head.current_revision == 0:
         raise MemoryNotFound()
@@ -393,6 +400,7 @@ def memory_apply_changes(
     skipped; unknown or already inactive entries are skipped; nothing left: no revision.
     """
     require_transaction("memory_apply_changes")
+    reason = redact_text(reason)
     head = _lock_head(scope_id, create=bool(remember))
     if head is None:
         return MemoryBatch(revision=None, added={}, retired=[])
@@ -401,6 +409,7 @@ def memory_apply_changes(
     added: dict[str, str | None] = {}
     seen: set[str] = set()
     for item in remember:
+        item = dataclasses.replace(item, text=redact_text(item.text))
         digest = content_digest(item.kind, item.text)
         if digest in seen or _active_duplicate(scope_id, digest):
             added[item.key] = None

@@ -20,6 +20,7 @@ from django.db.models import F
 from powercontext.core.exceptions import SourceConflict
 from powercontext.core.models import ScopeState, Source
 from powercontext.core.redaction_detectors import redact
+from powercontext.core.secret_door import redact_strings
 
 CONTENT_SOURCE_TYPE = "content"
 
@@ -63,10 +64,12 @@ def source_capture(
 
     The same ``(scope, source_type, source_id)`` with the same content and metadata returns the existing
     Source and its position (idempotent retry); with anything different it raises
-    ``SourceConflict`` and changes nothing. ``content`` is stored redacted; two captures that
-    differ only in a secret are the same capture.
+    ``SourceConflict`` and changes nothing. ``content`` and every string value of ``metadata``
+    are stored redacted (``core.secret_door``); two captures that differ only in a secret are the
+    same capture.
     """
     content = redact(content).text
+    metadata = redact_strings(metadata)
     digest = _digest(content, metadata)
     existing = _existing(scope_id, source_type, source_id)
     if existing is not None:

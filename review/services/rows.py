@@ -8,6 +8,7 @@ import dataclasses
 from django.contrib.auth.models import User
 
 from powercontext.core.exceptions import CandidateConflict, CandidateNotFound, CandidateTerminal
+from powercontext.core.secret_door import redact_strings, redact_text
 from review.models import Candidate, CandidateVersion
 from review.selectors import similar
 from review.services.submission import Submission
@@ -46,6 +47,10 @@ def write_version(
 ) -> CandidateVersion:
     """Store ``submission`` as ``candidate``'s version ``version``, written by ``user``, with the
     term sketch the near-duplicate check compares."""
+    # The redaction door: every string of the proposal and the reason, whoever wrote them.
+    submission = dataclasses.replace(
+        submission, proposal=redact_strings(submission.proposal), reason=redact_text(submission.reason)
+    )
     found = similar.terms(submission.proposal, candidate.family)
     return CandidateVersion.objects.create(
         candidate=candidate,
