@@ -316,3 +316,42 @@ def test_the_take_back_and_near_duplicate_pages_fit_a_phone(reviewer: User, live
         _shot(page, "22-near-duplicate-390")
 
     assert has_duplicate_button  # the page under test really shows the wide button
+
+
+# Boxes whose content is wider than they are and shows past them (an element meant to scroll or
+# to cut its text with an ellipsis is not one).
+OVERFLOWING = """() => [...document.querySelectorAll('main *, .topbar *')].filter(el => {
+  const style = getComputedStyle(el);
+  if (style.display === 'none' || style.display === 'inline' || !el.clientWidth) return false;
+  if (['auto', 'scroll', 'hidden', 'clip'].includes(style.overflowX)) return false;
+  return el.scrollWidth > el.clientWidth + 1;
+}).map(el => `${el.tagName}.${el.className} ${el.scrollWidth}>${el.clientWidth}`)"""
+
+
+def test_after_an_approval_on_a_phone_undo_is_on_screen_and_nothing_scrolls_sideways(
+    reviewer: User, live_server: Any
+) -> None:
+    """Issue 32: the message naming the new Artifact (a long id) made the page 444 px wide and put
+    Undo below the screen; the queue's family counts stuck out of their box."""
+    from playwright.sync_api import expect
+
+    seed_realistic_queue(reviewer, pending=6)
+    candidate = make_candidate(SCOPES[2], proposal=experience(lesson=LONG_LESSON.format(n=99)))
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        for width in (320, 360, PHONE["width"]):
+            page.set_viewport_size({"width": width, "height": PHONE["height"]})
+            page.goto("/review/")
+            assert page.evaluate(SIDEWAYS) == 0, ("queue", width)
+            assert page.evaluate(OVERFLOWING) == [], ("queue", width)
+        page.goto(f"/review/candidates/{candidate.pk}/")
+        page.get_by_role("button", name=re.compile("^Approve version")).click()
+        undo = page.get_by_role("button", name=re.compile("^Undo"))
+        expect(undo.first).to_be_visible()
+        assert page.evaluate(SIDEWAYS) == 0, "after the approval"
+        box = _box(undo.first)
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+        assert box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], box
+        assert page.evaluate(SMALL_TARGETS) == [], "after the approval"
+        _axe(page, "after an approval at 390")
+        _shot(page, "32-approved-390")
