@@ -28,11 +28,12 @@ from context_api.validation import (
     validate,
 )
 from powercontext.core import families
-from powercontext.core.exceptions import ArtifactNotFound, InvalidRequest
+from powercontext.core.exceptions import ArtifactNotFound, InvalidRequest, Unauthorized
 from review import services
 from review.models import Candidate
 from review.selectors import candidate as candidate_selectors
 from review.selectors import queue
+from review.selectors.governance import four_eyes_enabled
 
 PROPOSAL_SERIALIZERS: dict[str, type[StrictSerializer]] = {
     name: proposal_serializer(spec) for name, spec in families.PROPOSAL_FAMILIES.items()
@@ -97,6 +98,9 @@ def _propose_input(spec: families.FamilySpec) -> type[StrictSerializer]:
 
 
 def _propose(family: str, data: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.token is None and four_eyes_enabled():
+        # Four-eyes review compares the proposal's writer with its approver: it must be known.
+        raise Unauthorized("Four-eyes review is on: a proposal needs a token, so that its writer is known.")
     candidate = services.candidate_propose(
         scope_id=data["scope_id"],
         family=family,

@@ -223,8 +223,10 @@ POWERCONTEXT_ALLOWED_ORIGINS = env_list("POWERCONTEXT_ALLOWED_ORIGINS", [])
 # Review Inbox: a decision commits at once; its reviewer may Undo it for this many minutes
 # (review/services/undo.py; later, Reopen / Retire / Revert on the candidate's page). 0: no Undo.
 POWERCONTEXT_REVIEW_UNDO_MINUTES = env_int("POWERCONTEXT_REVIEW_UNDO_MINUTES", 10, minimum=0)
-# Four-eyes review: when true, nobody approves a candidate they wrote a version of (Inbox, bulk and
-# /v1 alike: 403 self_approval_forbidden). Off by default (docs/reviewers.md "Four-eyes review").
+# Four-eyes review: when true, nobody approves a candidate holding text they wrote, or citing a
+# source they captured (Inbox, bulk and /v1 alike: 403 self_approval_forbidden); a Revert is
+# proposed for another reviewer; every /v1 call needs a token. Off by default (docs/reviewers.md
+# "Four-eyes review").
 POWERCONTEXT_REVIEW_FOUR_EYES = env_bool("POWERCONTEXT_REVIEW_FOUR_EYES", False)
 # Review Inbox: opening a candidate marks it "being reviewed by you" for this long (the open page
 # renews it); Next and j/k skip items another reviewer is viewing. Never blocks a decision.
@@ -347,8 +349,16 @@ CELERY_BEAT_SCHEDULE = {
 # once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
 SERVICE_MODE = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
 # Issue 20, N11: a served deployment requires tokens unless told otherwise, so --scope and the
-# token roles mean something there.
-POWERCONTEXT_REQUIRE_TOKEN = env_bool("POWERCONTEXT_REQUIRE_TOKEN", SERVICE_MODE)
+# token roles mean something there. Four-eyes review needs to know who wrote each proposal and
+# captured each source (issue 32), so it requires tokens too, and refuses to run without them.
+POWERCONTEXT_REQUIRE_TOKEN = env_bool(
+    "POWERCONTEXT_REQUIRE_TOKEN", SERVICE_MODE or POWERCONTEXT_REVIEW_FOUR_EYES
+)
+if POWERCONTEXT_REVIEW_FOUR_EYES and not POWERCONTEXT_REQUIRE_TOKEN:
+    raise ImproperlyConfigured(
+        "POWERCONTEXT_REVIEW_FOUR_EYES=true needs tokens (who wrote a proposal must be known): "
+        "leave POWERCONTEXT_REQUIRE_TOKEN unset or set it to true."
+    )
 _secret_key = os.environ.get("SECRET_KEY", "").strip()
 _secret_key_file = os.environ.get("SECRET_KEY_FILE", "").strip()
 if _secret_key and _secret_key_file:

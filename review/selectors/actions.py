@@ -6,17 +6,20 @@ from dataclasses import dataclass
 
 from powercontext.core.models import Artifact
 from review.models import Candidate, ReviewAction
+from review.selectors.governance import four_eyes_enabled
 
 
 @dataclass(frozen=True)
 class TakeBack:
     """``reopen``: the candidate is rejected and not reopened yet (its content can be proposed again). ``head``: the approved
-    artifact's head as it is now (retire while active; revert to ``revert_to``, newest first)."""
+    artifact's head as it is now (retire while active; revert to ``revert_to``, newest first).
+    ``revert_proposes``: four-eyes review is on, so a revert is proposed for another reviewer."""
 
     reopen: bool
     head: Artifact | None
     revert_to: tuple[int, ...]
     actions: tuple[ReviewAction, ...]
+    revert_proposes: bool = False
 
 
 def take_back(candidate: Candidate) -> TakeBack:
@@ -36,4 +39,5 @@ def take_back(candidate: Candidate) -> TakeBack:
         head=head,
         revert_to=revert_to,
         actions=tuple(actions.order_by("-acted_at", "-pk")),
+        revert_proposes=four_eyes_enabled(),
     )

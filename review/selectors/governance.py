@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
 
-from review.models import Candidate, CandidateVersion, ReviewDecision
+from review.models import Candidate, CandidateVersion, ReviewAction, ReviewDecision
 
 REVIEW_PERMISSION = ("review", "review_candidate")
 
@@ -23,12 +23,34 @@ def four_eyes_enabled() -> bool:
     return bool(getattr(settings, "POWERCONTEXT_REVIEW_FOUR_EYES", False))
 
 
+def lineage(candidate_pk: int) -> list[int]:
+    """The candidate and the candidates its text was copied from by a Reopen or an Undo
+    (``review.services.reversal.repropose``), newest first: one indexed query per step."""
+    chain = [candidate_pk]
+    while True:
+        origin = (
+            ReviewAction.objects.filter(action=ReviewAction.Action.REOPENED, reopened_as_id=chain[-1])
+            .values_list("candidate_id", flat=True)
+            .first()
+        )
+        if origin is None or origin in chain:
+            return chain
+        chain.append(origin)
+
+
 def versions_written_by(candidate_pk: int, user_id: int | None) -> list[int]:
-    """The versions of the candidate that ``user_id`` wrote, oldest first (one indexed query)."""
+    """The versions of the candidate that hold text ``user_id`` wrote, oldest first: those she
+    wrote, and version 1 when she wrote a version of a candidate it was copied from (its text is
+    that version's). Authorship follows the text, not who reopened or undid it (issue 32)."""
     if user_id is None:
         return []
-    rows = CandidateVersion.objects.filter(candidate_id=candidate_pk, created_by_id=user_id)
-    return list(rows.order_by("version").values_list("version", flat=True))
+    chain = lineage(candidate_pk)
+    rows = CandidateVersion.objects.filter(candidate_id__in=chain, created_by_id=user_id)
+    written = {
+        (version if candidate == candidate_pk else 1)
+        for candidate, version in rows.values_list("candidate_id", "version")
+    }
+    return sorted(written)
 
 
 def self_approval_versions(candidate_pk: int, user_id: int | None) -> list[int]:

@@ -443,4 +443,5 @@ from review.services.claims import candidate_claim as candidate_claim  # noqa: E
 from review.services.claims import candidate_unclaim as candidate_unclaim  # noqa: E402
 from review.services.reversal import artifact_retire as artifact_retire  # noqa: E402
 from review.services.reversal import artifact_revert as artifact_revert  # noqa: E402
+from review.services.reversal import artifact_revert_propose as artifact_revert_propose  # noqa: E402
 from review.services.reversal import candidate_reopen as candidate_reopen  # noqa: E402

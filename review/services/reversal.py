@@ -6,12 +6,13 @@ reviewer saw (compare-and-swap), changes it (artifacts only through the artifact
 writes one ``ReviewAction`` audit row with the reviewer and the reason.
 
 - Reopen proposes the rejected version's content (proposal, evidence, target, reason) again as a
-  NEW pending candidate, written by the reviewer; the rejected candidate and its
+  NEW pending candidate, written by whoever wrote that content (the reopener is audited); the rejected candidate and its
   ``ReviewDecision`` are never changed or removed (decisions are insert-only), and the audit row
   links the two (``reopened_as``). A second reopen of the same rejection is refused.
 - Retire takes the head out of recall (``artifact_head_retire``); its revisions stay.
 - Revert writes a new revision whose content is an earlier revision's (a retired head may also be
-  reverted to its current revision: that restores it to recall, the undo of a retire).
+  reverted to its current revision: that restores it to recall, the undo of a retire). Under
+  four-eyes review it proposes that revision instead, for another reviewer to approve.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from powercontext.memory.artifacts import (
 )
 from powercontext.search.fulltext import analyzer
 from review.models import Candidate, CandidateVersion, ReviewAction
+from review.services import candidate_propose_within
 from review.services.rows import lock_candidate, write_version
 from review.services.submission import Submission, invalid
 
@@ -88,9 +90,14 @@ def repropose(
     artifact_refs: list[dict[str, Any]] | None = None,
 ) -> Candidate:
     """Inside the caller's transaction: propose ``old``'s content (proposal, evidence, target,
-    reason) again as a new pending candidate written by ``reviewer``, audited as a ``reopened``
-    action of ``candidate`` naming the copy. ``target``/``artifact_refs`` replace the old ones
-    (an undone update re-targets the revision its undo wrote)."""
+    reason) again as a new pending candidate, audited as a ``reopened`` action of ``candidate``
+    by ``reviewer`` naming the copy. ``target``/``artifact_refs`` replace the old ones (an undone
+    update re-targets the revision its undo wrote).
+
+    Authorship follows the text (issue 32): the copy's version is written by whoever wrote
+    ``old``, not by the reviewer who reopened it, and four-eyes review counts every writer of
+    the candidates it was copied from (``review.selectors.governance``), so a reopen or an Undo
+    never makes the text's writer free to approve it, nor its reopener its writer."""
     require_transaction("this review write")
     copy = Candidate.objects.create(
         scope_id=candidate.scope_id,
@@ -105,7 +112,7 @@ def repropose(
         target=old.target if target is None else target,
         reason=old.reason,
     )
-    copy.latest = write_version(copy, 1, submission, reviewer)
+    copy.latest = write_version(copy, 1, submission, old.created_by)
     copy.save(update_fields=["latest"])
     ReviewAction.objects.create(
         action=ReviewAction.Action.REOPENED,
@@ -212,8 +219,47 @@ def artifact_revert_within(
     return _audited(ReviewAction.Action.REVERTED, head, candidate, reviewer, reason, reverted_to=to_revision)
 
 
+def artifact_revert_propose_within(
+    *,
+    scope_id: str,
+    family: str,
+    artifact_id: str,
+    expected_revision: int,
+    to_revision: int,
+    reason: str,
+    reviewer: User,
+    expected_state: str = Artifact.State.ACTIVE,
+) -> Candidate:
+    """Revert under four-eyes review (issue 32): bringing earlier or retired content back is a
+    change like any other, so instead of writing the revision it proposes it, as a pending
+    update of the head (at ``expected_revision``) whose proposal is revision ``to_revision``'s
+    content, written by ``reviewer``; another reviewer approves it (which also restores a retired
+    head to recall). Checks and raises exactly as ``artifact_revert_within``; writes nothing to
+    the artifact."""
+    require_transaction("this review write")
+    reason = _reason(reason)
+    head = _lock_head(scope_id, family, artifact_id, expected_revision, expected_state)
+    highest = head.current_revision if head.state == Artifact.State.RETIRED else head.current_revision - 1
+    if not 1 <= to_revision <= highest:
+        raise invalid(["to_revision"], f"Revision {to_revision} is not an earlier revision of this artifact.")
+    old = ArtifactRevision.objects.get(head=head, revision=to_revision)
+    target = head_ref(head)
+    earlier = {**target, "revision": to_revision}
+    submission = Submission(
+        proposal=dict(old.content),
+        source_refs=list(old.source_refs),
+        artifact_refs=[target] if earlier == target else [target, earlier],
+        target=target,
+        reason=f"Revert to revision {to_revision}: {reason}",
+    )
+    return candidate_propose_within(
+        scope_id=scope_id, family=family, submission=submission, proposed_by=reviewer
+    )
+
+
 # The public services: each ``*_within`` body as one durable transaction of its own (the Inbox's
 # take-back actions); ``review.services.undo`` runs the bodies inside its own transaction.
 candidate_reopen = transaction.atomic(durable=True)(candidate_reopen_within)
 artifact_retire = transaction.atomic(durable=True)(artifact_retire_within)
 artifact_revert = transaction.atomic(durable=True)(artifact_revert_within)
+artifact_revert_propose = transaction.atomic(durable=True)(artifact_revert_propose_within)

@@ -16,6 +16,7 @@ from powercontext.core.exceptions import ArtifactNotFound, InvalidRequest
 from review import services
 from review.forms import ReopenForm, RetireForm, RevertForm
 from review.models import Candidate
+from review.selectors.governance import four_eyes_enabled
 from review.views.candidate import _action_target, _conflict
 from review.views.common import (
     CONFLICTS,
@@ -102,6 +103,16 @@ def _retire(request: HttpRequest, candidate: Candidate, data: dict[str, object])
 
 
 def _revert(request: HttpRequest, candidate: Candidate, data: dict[str, object]) -> str:
+    if four_eyes_enabled():
+        where = _head_action(request, candidate, data)
+        del where["candidate"]
+        proposed = services.artifact_revert_propose(
+            **where, to_revision=int(str(data["to_revision"])), expected_state=str(data["expected_state"])
+        )
+        return (
+            f"Proposed reverting {where['family']}/{where['artifact_id']} to revision {data['to_revision']} "
+            f"as candidate #{proposed.pk}: four-eyes review is on, so another reviewer approves it."
+        )
     head = services.artifact_revert(
         **_head_action(request, candidate, data),
         to_revision=int(str(data["to_revision"])),

@@ -139,7 +139,8 @@ def test_reopen_proposes_the_rejected_content_again_and_keeps_the_rejection_as_i
     assert reopened.status == Candidate.Status.PENDING and reopened.version == 1
     assert reopened.latest.proposal == candidate.latest.proposal
     assert reopened.latest.source_refs == candidate.latest.source_refs
-    assert reopened.latest.created_by.username == "olga"
+    # Authorship follows the text (issue 32): the copy is written by who wrote the rejected version.
+    assert reopened.latest.created_by == candidate.latest.created_by
     # Decisions are insert-only: the rejection, its reviewer and reason are untouched.
     candidate.refresh_from_db()
     assert candidate.status == Candidate.Status.REJECTED and candidate.version == 1
