@@ -1,4 +1,5 @@
-"""Django admin of the background pipeline: jobs, outputs, selection and counters, view-only."""
+"""Django admin of the background pipeline: jobs, outputs, set-aside sources, selection and
+counters, view-only."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from powercontext.pipeline.models import (
     PipelineOutput,
     PipelineScopeJob,
     PipelineSelection,
+    PipelineSetAside,
 )
 
 
@@ -47,6 +49,11 @@ class PipelineJobAdmin(ReadOnlyAdmin):
         "retry_budget",
         "retries_left",
         "backoff_until",
+        "isolating",
+        "isolate_good",
+        "isolate_bad",
+        "isolate_reason",
+        "probe_upto",
         "usage",
         "started_at",
         "finished_at",
@@ -65,6 +72,17 @@ class PipelineOutputAdmin(ReadOnlyAdmin):
     @admin.display(description="items (redacted)")
     def items_pretty(self, obj: PipelineOutput) -> SafeString:
         return pretty_json({"memories": obj.memories, "experiences": obj.experiences})
+
+
+@admin.register(PipelineSetAside)
+class PipelineSetAsideAdmin(ReadOnlyAdmin):
+    """Sources Phase 1 isolated as unprocessable and no longer retries (ids and codes only)."""
+
+    list_display = ("id", "scope_id", "session_id", "source_id", "position", "reason", "created_at")
+    list_filter = ("reason",)
+    search_fields = ("scope_id__exact", "session_id__exact", "source_id__exact")
+    search_help_text = "Exact scope id, session id or source id."
+    fields = ("scope_id", "session_id", "source_id", "position", "reason", "created_at")
 
 
 @admin.register(PipelineScopeJob)

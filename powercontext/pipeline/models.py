@@ -1,6 +1,7 @@
 """Tables of the background pipeline (app ``pipeline``; the tables kept their ``powercontext_`` names).
 
-Phase 1 keeps one job row and at most one output row per (scope, session); Phase 2 keeps one
+Phase 1 keeps one job row and at most one output row per (scope, session), and one set-aside row
+per source it isolated as unprocessable; Phase 2 keeps one
 singleton job row per scope and one selection row per item it materialized. Counters are per
 scope and outcome. Rows hold ids, states, positions and codes; only the output rows hold
 (redacted) generated text.
@@ -32,12 +33,20 @@ class LeasedJob(models.Model):
 
 
 class PipelineJob(LeasedJob):
-    """Phase 1 job of one session: claim state, lease, watermarks, retry budget, last outcome."""
+    """Phase 1 job of one session: claim state, lease, watermarks, retry budget, last outcome.
+
+    ``isolating``: the session failed its whole retry budget for a reason its sources may cause,
+    and the job is bisecting them (``extract.py``): the sources up to
+    ``isolate_good`` are known to process, those up to ``isolate_bad`` to fail (0: unknown) with
+    ``isolate_reason`` (the code a cornered source is set aside with), and the running attempt
+    covers the sources up to ``probe_upto`` (0: not isolating).
+    Positions exclude set-aside sources, so they stay valid when newer sources arrive."""
 
     class Status(models.TextChoices):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+        ISOLATING = "isolating"
         EXHAUSTED = "exhausted"
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
@@ -52,6 +61,11 @@ class PipelineJob(LeasedJob):
     usage = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    isolating = models.BooleanField(default=False)
+    isolate_good = models.BigIntegerField(default=0)
+    isolate_bad = models.BigIntegerField(default=0)
+    isolate_reason = models.CharField(max_length=64, blank=True, default="")
+    probe_upto = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "powercontext_pipelinejob"
@@ -96,6 +110,32 @@ class PipelineOutput(models.Model):
 
     def __str__(self) -> str:
         return f"phase 1 output #{self.pk}"
+
+
+class PipelineSetAside(models.Model):
+    """A source Phase 1 cannot process (it made every attempt that included it fail, or killed
+    the worker), found by bisecting its session. Phase 1 leaves it out of every later projection
+    of the session, so the session's other sources -- older and newer -- still become Memory. It
+    is never retried. ``reason``: the failure code that condemned it (e.g. ``lease_expired``,
+    ``generator_exception``, ``schema_invalid``); ids and codes only, never content."""
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
+    source_id = models.CharField(max_length=256)
+    position = models.BigIntegerField()
+    reason = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "powercontext_pipelinesetaside"
+        verbose_name = "pipeline set-aside source"
+        constraints = [
+            models.UniqueConstraint(fields=["scope_id", "source_id"], name="pipeline_set_aside_unique"),
+        ]
+        indexes = [models.Index(fields=["scope_id", "session_id"], name="pipeline_set_aside_session")]
+
+    def __str__(self) -> str:
+        return f"set-aside source #{self.pk} ({self.reason})"
 
 
 class PipelineScopeJob(LeasedJob):
@@ -171,6 +211,7 @@ class PipelineCounter(models.Model):
         SCHEMA_INVALID = "schema_invalid"
         FAILED = "failed"
         EXHAUSTED = "exhausted"
+        SET_ASIDE = "set_aside"
         FORGOTTEN = "forgotten"
         PROPOSED = "proposed"
         DUPLICATE_SKIPPED = "duplicate_skipped"

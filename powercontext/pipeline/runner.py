@@ -28,6 +28,10 @@ from powercontext.pipeline.redact import redact_text
 
 logger = logging.getLogger("powercontext.pipeline")
 
+# Isolation probes one phase1_run may chain (a bisection needs about log2(sources) per failing
+# source); a job with more left stays ``isolating`` and the next run goes on.
+MAX_PROBES = 32
+
 
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -42,11 +46,29 @@ def phase1_run(
     config: PipelineConfig | None = None,
 ) -> Committed | None:
     """Claim, project, generate, bind and commit one session. None: not claimed (or the
-    pipeline is off). A generator that raises is a ``failed`` result, never a crash."""
+    pipeline is off). A generator that raises is a ``failed`` result, never a crash. While the
+    job isolates a failing source (``extract.py``), its probes follow one another here, at most
+    ``MAX_PROBES``; the result is the last commit's."""
     config = config or pipeline_config()
     generator = generator or generators.configured_generator()
     if generator is None:
         return None
+    committed: Committed | None = None
+    for _ in range(MAX_PROBES + 1):
+        step = _phase1_attempt(
+            scope_id=scope_id, session_id=session_id, worker=worker, generator=generator, config=config
+        )
+        if step is None:
+            break
+        committed = step
+        if not step.again:
+            break
+    return committed
+
+
+def _phase1_attempt(
+    *, scope_id: str, session_id: str, worker: str | None, generator: Generator, config: PipelineConfig
+) -> Committed | None:
     claim = phase1_claim(
         scope_id=scope_id,
         session_id=session_id,
@@ -56,7 +78,15 @@ def phase1_run(
     )
     if claim is None:
         return None
-    sources = selectors.session_sources(scope_id=scope_id, session_id=session_id, up_to=claim.watermark)
+    sources = selectors.session_sources(scope_id=scope_id, session_id=session_id, up_to=claim.upto)
+    if not sources:  # every source was set aside: nothing left to say about the session
+        return phase1_commit(
+            claim=claim,
+            result=GeneratorResult(outcome="no_output"),
+            generator=generator.name,
+            now=timezone.now(),
+            config=config,
+        )
     try:
         projection = project(
             scope_id=scope_id,

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, CharField, Count, F, IntegerField, Max, Q, Value, When
+from django.db.models import Case, CharField, Count, F, IntegerField, Max, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce, Concat
 
 from powercontext.core.models import ScopeState, Source
 from powercontext.pipeline.config import PipelineConfig
 from powercontext.pipeline.generation import SessionSource
-from powercontext.pipeline.models import PipelineCounter, PipelineJob, PipelineOutput
+from powercontext.pipeline.models import PipelineCounter, PipelineJob, PipelineOutput, PipelineSetAside
 
 CONTENT = "content"
 LONE_SESSION_PREFIX = "source:"
@@ -94,15 +94,29 @@ def polluted_session_ids(*, scope_id: str, config: PipelineConfig) -> set[str]:
     )
 
 
-def session_sources(*, scope_id: str, session_id: str, up_to: int) -> list[SessionSource]:
-    """The session's sources up to position ``up_to`` (the claimed watermark), oldest first.
-    Content is returned as captured: the caller redacts before anything else sees it."""
-    rows = (
+def _processable(scope_id: str, session_id: str, up_to: int) -> QuerySet[Source]:
+    set_aside = PipelineSetAside.objects.filter(scope_id=scope_id, session_id=session_id).values("source_id")
+    return (
         Source.objects.filter(scope_id=scope_id, source_type=CONTENT, position__lte=up_to)
         .annotate(session=session_key())
         .filter(session=session_id)
+        .exclude(source_id__in=set_aside)
         .order_by("position")
-        .values_list("source_id", "position", "content", "metadata")
+    )
+
+
+def session_positions(*, scope_id: str, session_id: str, up_to: int) -> list[tuple[int, str]]:
+    """(position, source_id) of the session's sources up to ``up_to`` that were not set aside,
+    oldest first (what Phase 1 bisects when it isolates a failing source)."""
+    return list(_processable(scope_id, session_id, up_to).values_list("position", "source_id"))
+
+
+def session_sources(*, scope_id: str, session_id: str, up_to: int) -> list[SessionSource]:
+    """The session's sources up to position ``up_to`` (the claimed watermark, or a bisection
+    probe's end), oldest first, without the ones set aside. Content is returned as captured:
+    the caller redacts before anything else sees it."""
+    rows = _processable(scope_id, session_id, up_to).values_list(
+        "source_id", "position", "content", "metadata"
     )
     return [
         SessionSource(

@@ -59,6 +59,7 @@ def output(*memories: MemoryItem, experiences: tuple[ExperienceItem, ...] = ()) 
 
 NO_OUTPUT = GeneratorResult(outcome="no_output")
 FAILED = GeneratorResult(outcome="failed", error_code="timeout")
+PROVIDER_DOWN = GeneratorResult(outcome="failed", error_code="provider_error")
 
 
 def run_pass(scope_id: str, generator: Any = None) -> runner.PassReport:

@@ -16,9 +16,9 @@ from powercontext.pipeline import runner
 from powercontext.pipeline.config import pipeline_config
 from powercontext.pipeline.extract import phase1_claim, phase1_commit
 from powercontext.pipeline.generation import GeneratorResult
-from powercontext.pipeline.models import PipelineJob, PipelineOutput
+from powercontext.pipeline.models import PipelineJob, PipelineOutput, PipelineSetAside
 from powercontext.pipeline.selectors import eligible_sessions
-from tests.pipeline.helpers import FAILED, NO_OUTPUT, StubGenerator, capture, memory, output
+from tests.pipeline.helpers import NO_OUTPUT, PROVIDER_DOWN, StubGenerator, capture, memory, output
 
 SCOPE = "p1"
 
@@ -107,9 +107,12 @@ def test_a_crash_after_commit_is_not_redone() -> None:
 
 
 @pytest.mark.django_db
-def test_three_failures_on_one_watermark_exhaust_the_job_until_a_newer_source_resets_the_budget() -> None:
+def test_three_provider_wide_failures_on_one_watermark_exhaust_the_job_until_a_newer_source_resets_the_budget() -> (
+    None
+):
+    # A provider-wide code says nothing about the sources: no isolation, nothing set aside.
     capture(SCOPE, "a", "remember: one")
-    failing = StubGenerator(FAILED)
+    failing = StubGenerator(PROVIDER_DOWN)
     start = timezone.now()
     for attempt in range(3):
         with time_machine.travel(start + timedelta(hours=attempt)):
@@ -120,7 +123,8 @@ def test_three_failures_on_one_watermark_exhaust_the_job_until_a_newer_source_re
                 # Backing off: not claimable until it passes.
                 assert runner.phase1_run(scope_id=SCOPE, session_id="s1", generator=failing) is None
     row = job()
-    assert row.status == "exhausted" and row.retries_left == 0 and row.error_code == "timeout"
+    assert row.status == "exhausted" and row.retries_left == 0 and row.error_code == "provider_error"
+    assert not row.isolating and not PipelineSetAside.objects.exists()
     with time_machine.travel(start + timedelta(days=1)):
         assert runner.phase1_run(scope_id=SCOPE, session_id="s1", generator=failing) is None
         capture(SCOPE, "b", "remember: two")
@@ -239,23 +243,32 @@ def test_two_workers_claiming_one_session_at_once_exactly_one_runs() -> None:
 
 
 @pytest.mark.django_db
-def test_a_worker_killed_on_a_poisoned_source_spends_a_retry_each_lease_and_ends_exhausted() -> None:
+def test_a_worker_killed_on_a_poisoned_source_spends_a_retry_each_lease_and_the_source_is_set_aside() -> None:
     # The worker dies (timeout kill) between claim and commit: nothing records a failure, so the
-    # expired lease itself must count as a spent attempt or the job loops forever.
+    # expired lease itself must count as a spent attempt or the job loops forever. After the
+    # third, the lone source is set aside and the session's next claim leaves it out.
     capture(SCOPE, "a", "remember: one")
     start = timezone.now()
-    claims = 0
-    for hour in range(1, 8):
+    claims = []
+    for hour in range(1, 5):
         with time_machine.travel(start + timedelta(hours=hour)):
-            if claim(f"w{hour}") is not None:
-                claims += 1
+            claims.append(claim(f"w{hour}"))
+    assert all(c is not None for c in claims)
+    last = claims[-1]
+    assert last is not None
+    aside = PipelineSetAside.objects.get(scope_id=SCOPE)
+    assert (aside.source_id, aside.session_id, aside.reason) == ("a", "s1", "lease_expired")
     row = job()
-    assert claims == 3
-    assert row.status == "exhausted" and row.retries_left == 0 and row.error_code == "lease_expired"
-    assert row.lease_until is None and row.ownership_token == ""
+    assert row.status == "running" and row.isolating and row.isolate_reason == "lease_expired"
+    assert row.ownership_token == last.token
+    with time_machine.travel(start + timedelta(hours=4, minutes=1)):
+        done = commit(last, NO_OUTPUT)
+    assert done.outcome == "no_output" and not job().isolating and job().last_success_watermark == 1
     with time_machine.travel(start + timedelta(days=2)):
         capture(SCOPE, "b", "remember: two")
-        assert claim("fresh") is not None  # a newer source resets the budget, as for failures
+        generator = StubGenerator(NO_OUTPUT)
+        assert runner.phase1_run(scope_id=SCOPE, session_id="s1", generator=generator) is not None
+    assert [s.source_id for s in generator.calls[0].sources] == ["b"]
     assert job().retries_left == 3
 
 
