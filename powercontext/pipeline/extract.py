@@ -44,8 +44,11 @@ logger = logging.getLogger("powercontext.pipeline")
 
 # Failure codes that say nothing about the session's sources (the provider or the configuration
 # is down): they spend retries and exhaust the job, but never start isolation or set a source aside.
+# A generator ``timeout`` is one of them: during an outage every probe times out, and taking that
+# for the sources' fault would set every source of the session aside. A source that kills its
+# worker (the lease lapses) still starts isolation.
 SERVICE_WIDE_ERRORS = frozenset(
-    {"not_configured", "unavailable", "rate_limited", "auth_failed", "provider_error"}
+    {"not_configured", "unavailable", "rate_limited", "auth_failed", "provider_error", "timeout"}
 )
 
 
