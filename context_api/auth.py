@@ -61,6 +61,11 @@ def require_operator(request: Any) -> ApiToken | None:
     token = authenticate(request)
     if token is None:
         return None
-    if token.role != ApiToken.Role.OPERATOR and not token.user.has_perm(REVIEW_PERMISSION):
+    if not is_operator(token):
         raise Forbidden()
     return token
+
+
+def is_operator(token: ApiToken) -> bool:
+    """Whether ``token`` may act as an operator: an ``operator`` token or a reviewer's token."""
+    return token.role == ApiToken.Role.OPERATOR or token.user.has_perm(REVIEW_PERMISSION)

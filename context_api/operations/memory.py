@@ -21,6 +21,7 @@ from context_api.validation import (
 )
 from powercontext import search
 from powercontext.core.exceptions import CapabilityNotSupported
+from powercontext.core.models import owner_key
 from powercontext.memory import selectors as memory_selectors
 from powercontext.memory import services as memory_services
 from powercontext.memory.sources import source_capture
@@ -77,6 +78,7 @@ def capture_content_source(data: dict[str, Any], caller: Caller) -> dict[str, An
         source_id=data["source_id"],
         content=data["content"],
         metadata=data.get("metadata"),
+        captured_by=owner_key(caller.token),
     )
     return {
         "status": "accepted",

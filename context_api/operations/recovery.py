@@ -1,6 +1,11 @@
 """Session recovery operations (seed 004, R-004; addendum ``powercontext-recovery.openapi.yaml``):
 per-session notes, the session's history and the recovery hint. Every call names one scope and one
-session; a token's scope limit applies as for every operation (``Operation.call``)."""
+session; a token's scope limit applies as for every operation (``Operation.call``).
+
+Every call acts as its caller's ``owner_key`` (its token, or ``local`` without one): a session's
+notes are its owner's, its history the sources the caller captured, and anyone else's session
+answers as an unknown one. ``read_session_note`` with a ``reason`` is the operator's audited read
+of any session's note (an operator or reviewer token; ``services.note_read_audited``)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from context_api.auth import is_operator
 from context_api.operations.base import Caller, Operation, operation
 from context_api.validation import (
     NON_BLANK,
@@ -19,6 +25,8 @@ from context_api.validation import (
     field_error,
     scope_field,
 )
+from powercontext.core.exceptions import Forbidden, Unauthorized
+from powercontext.core.models import owner_key
 from powercontext.recovery import history, limits, selectors, services
 from powercontext.recovery.text import LineMatch, LineSearch
 
@@ -42,9 +50,10 @@ def _time(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _session(data: dict[str, Any]) -> dict[str, str]:
-    """The scope and session every recovery call names, as keyword arguments."""
-    return {"scope_id": data["scope_id"], "session_id": data["session_id"]}
+def _session(data: dict[str, Any], caller: Caller) -> dict[str, str]:
+    """The scope and session every recovery call names and the caller's owner identity, as
+    keyword arguments."""
+    return {"scope_id": data["scope_id"], "session_id": data["session_id"], "owner": owner_key(caller.token)}
 
 
 def _query(data: dict[str, Any]) -> str:
@@ -71,7 +80,7 @@ class WriteNoteInput(StrictSerializer):
 def write_session_note(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Write a session note's next immutable version (replace its content or append to it)."""
     written = services.note_write(
-        **_session(data),
+        **_session(data, caller),
         path=data["path"],
         content=data["content"],
         mode=data["mode"],
@@ -97,16 +106,33 @@ class ReadNoteInput(StrictSerializer):
     session_id = _session_field()
     path = _path_field()
     version = StrictIntegerField(min_value=1, required=False, allow_null=True, default=None)
+    # Operators only: why they read a session they do not own (stored in the audit row).
+    reason = StrictCharField(
+        min_length=1, max_length=1000, pattern=NON_BLANK, required=False, allow_null=True, default=None
+    )
 
 
 @operation("read_session_note", "v1/sessions/notes/read", ReadNoteInput, read_only=True, idempotent=True)
 def read_session_note(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Read a session note: its latest version, or a given one."""
-    note = selectors.note_read(
-        **_session(data),
-        path=data["path"],
-        version=data.get("version"),
-    )
+    reason = data.get("reason")
+    if reason is None:
+        note = selectors.note_read(**_session(data, caller), path=data["path"], version=data.get("version"))
+    else:
+        # An operator's read of any session's note: a token in every mode, and an audit row.
+        if caller.token is None:
+            raise Unauthorized()
+        if not is_operator(caller.token):
+            raise Forbidden()
+        note = services.note_read_audited(
+            scope_id=data["scope_id"],
+            session_id=data["session_id"],
+            path=data["path"],
+            version=data.get("version"),
+            reader=owner_key(caller.token),
+            user=caller.token.user,
+            reason=reason,
+        )
     return {
         "path": note.path,
         "version": note.version,
@@ -128,7 +154,7 @@ class ListNotesInput(StrictSerializer):
 @operation("list_session_notes", "v1/sessions/notes/list", ListNotesInput, read_only=True, idempotent=True)
 def list_session_notes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """List a session's notes: paths, sizes, versions and last writes."""
-    listing = selectors.note_list(**_session(data), prefix=data["prefix"] or None)
+    listing = selectors.note_list(**_session(data, caller), prefix=data["prefix"] or None)
     return {
         "notes": [
             {
@@ -156,7 +182,7 @@ class SearchInput(StrictSerializer):
     limit = StrictIntegerField(min_value=1, max_value=100, required=False, default=20)
 
 
-def _search_arguments(data: dict[str, Any]) -> dict[str, Any]:
+def _search_arguments(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """The keyword arguments of a note or history search, from a valid ``SearchInput``."""
     search = LineSearch(
         query=_query(data),
@@ -164,13 +190,13 @@ def _search_arguments(data: dict[str, Any]) -> dict[str, Any]:
         context_lines=data["context_lines"],
         limit=data["limit"],
     )
-    return {**_session(data), "search": search}
+    return {**_session(data, caller), "search": search}
 
 
 @operation("search_session_notes", "v1/sessions/notes/search", SearchInput, read_only=True, idempotent=True)
 def search_session_notes(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Search a session's notes literally, line by line, with context lines."""
-    found = selectors.note_search(**_search_arguments(data))
+    found = selectors.note_search(**_search_arguments(data, caller))
     return {
         "matches": [{"path": m.path, "version": m.version, **_line(m.match)} for m in found.matches],
         "truncated": found.truncated,
@@ -201,7 +227,7 @@ def _history_item(item: history.HistoryItem) -> dict[str, Any]:
 def list_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """List a session's captured sources in position order (metadata only)."""
     page = history.history_list(
-        **_session(data),
+        **_session(data, caller),
         after_position=data["after_position"],
         limit=data["limit"],
     )
@@ -213,7 +239,7 @@ def list_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]
 )
 def search_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Search a session's captured sources literally (redacted), line by line."""
-    found = history.history_search(**_search_arguments(data))
+    found = history.history_search(**_search_arguments(data, caller))
     return {
         "matches": [
             {"source_id": m.source_id, "position": m.position, "window_id": m.window_id, **_line(m.match)}
@@ -239,7 +265,7 @@ class ReadHistoryInput(StrictSerializer):
 def read_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """Read a session's captured sources by position range within a byte budget (redacted)."""
     found = history.history_read(
-        **_session(data),
+        **_session(data, caller),
         from_position=data["from_position"],
         to_position=data.get("to_position"),
         max_bytes=data["max_bytes"],
@@ -262,7 +288,7 @@ class HintInput(StrictSerializer):
 @operation("get_recovery_hint", "v1/sessions/hint", HintInput, read_only=True, idempotent=True)
 def get_recovery_hint(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
     """The session's recovery hint: what notes and history exist (metadata only, <= 4,000 bytes)."""
-    hint = selectors.recovery_hint(**_session(data))
+    hint = selectors.recovery_hint(**_session(data, caller))
     return {"hint": hint.text, "hint_bytes": hint.size_bytes, "truncated": hint.truncated}
 
 

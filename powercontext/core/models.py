@@ -38,6 +38,18 @@ class ScopeState(PkNamedModel):
     last_source_position = models.BigIntegerField(default=0)
 
 
+# The identity that owns what a caller keeps for itself (session recovery notes, captured
+# sources): ``token:<pk>`` for a token's calls, ``local`` for every tokenless call (the embedded,
+# single-user default, where tokens are optional). Rows from before ownership existed are local.
+LOCAL_OWNER = "local"
+OWNER_MAX_LENGTH = 32
+
+
+def owner_key(token: ApiToken | None) -> str:
+    """The owner identity of a caller holding ``token`` (None: a tokenless call)."""
+    return LOCAL_OWNER if token is None else f"token:{token.pk}"
+
+
 class Source(models.Model):
     """Captured evidence, idempotent by (scope, source_type, source_id), stored redacted. Never
     overwritten, except once by ``manage.py redact_sources`` for rows stored before redaction."""
@@ -49,6 +61,8 @@ class Source(models.Model):
     content_sha256 = models.CharField(max_length=64)
     metadata = models.JSONField(null=True, blank=True)
     position = models.BigIntegerField()
+    # Who captured it (``owner_key``): a session's history is the sources its reader captured.
+    captured_by = models.CharField(max_length=OWNER_MAX_LENGTH, default=LOCAL_OWNER)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

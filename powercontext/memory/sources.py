@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from powercontext.core.exceptions import SourceConflict
-from powercontext.core.models import ScopeState, Source
+from powercontext.core.models import LOCAL_OWNER, ScopeState, Source
 from powercontext.core.redaction_detectors import redact
 from powercontext.core.secret_door import redact_strings
 
@@ -59,8 +59,12 @@ def source_capture(
     content: str,
     metadata: dict[str, Any] | None,
     source_type: str = CONTENT_SOURCE_TYPE,
+    captured_by: str = LOCAL_OWNER,
 ) -> CapturedSource:
     """Capture one Source.
+
+    ``captured_by`` is the capturing caller's ``owner_key``: a session's history (session
+    recovery) is the sources its reader captured. A retry by another caller does not change it.
 
     The same ``(scope, source_type, source_id)`` with the same content and metadata returns the existing
     Source and its position (idempotent retry); with anything different it raises
@@ -88,6 +92,7 @@ def source_capture(
                 content_sha256=digest,
                 metadata=metadata,
                 position=position,
+                captured_by=captured_by,
             )
     except IntegrityError:
         # A concurrent capture of the same id committed first (PostgreSQL): answer as a retry.

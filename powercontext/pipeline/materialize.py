@@ -26,6 +26,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
+from django.utils.crypto import salted_hmac
 
 from powercontext.core import families
 from powercontext.feedback.models import MEMORY, FeedbackCounter
@@ -47,6 +48,7 @@ FORGOTTEN_REASON = "Rejected by the pipeline: every session this candidate cites
 PROPOSAL_REASON = "Proposed by the background pipeline from captured sessions."
 MEMORY_REASON = "pipeline"
 MAX_REFS = 32
+OPAQUE_REF_SALT = "powercontext.pipeline.memory-source-ref"
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,24 @@ def _refs(evidence: list[str]) -> list[dict[str, str]]:
     return [{"name": CONTENT_SOURCE_TYPE, "source_id": s} for s in sorted(set(evidence))[:MAX_REFS]]
 
 
+def opaque_source_ref(scope_id: str, source_id: str) -> str:
+    """``ref:`` and 32 hex digits of an HMAC (keyed by ``SECRET_KEY``) of the scope and source id:
+    stable, so one source always gets the same reference, and not reversible without the key."""
+    digest = salted_hmac(OPAQUE_REF_SALT, f"{scope_id}\0{source_id}", algorithm="sha256").hexdigest()
+    return f"ref:{digest[:32]}"
+
+
+def _memory_refs(scope_id: str, evidence: list[str]) -> list[dict[str, str]]:
+    """The provenance of a pipeline Memory entry: its evidence by opaque reference. Every agent
+    of the scope reads Memory, and a source id may carry its session id (``<session>:<turn>`` is
+    the documented capture pattern), so Memory never names a source of a session directly; an
+    operator finds the sources through the pipeline's selection rows."""
+    return [
+        {"name": ref["name"], "source_id": opaque_source_ref(scope_id, ref["source_id"])}
+        for ref in _refs(evidence)
+    ]
+
+
 def pipeline_user() -> User:
     """The system reviewer the pipeline rejects forgotten candidates as (created on demand;
     inactive, no usable password: nobody can log in as it)."""
@@ -302,7 +322,7 @@ def _apply(scope_id: str, desired: dict[tuple[str, str], Desired], now: datetime
             key=key,
             kind=desired[(kind, key)].fields["kind"],
             text=desired[(kind, key)].fields["text"],
-            source_refs=_refs(desired[(kind, key)].evidence),
+            source_refs=_memory_refs(scope_id, desired[(kind, key)].evidence),
         )
         for kind, key in new
         if kind == PipelineSelection.Kind.MEMORY

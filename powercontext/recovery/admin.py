@@ -1,12 +1,14 @@
-"""Django admin of session recovery state, view-only: sessions, note heads and note versions.
-The session's history is its captured sources (the Source admin)."""
+"""Django admin of session recovery state, view-only: sessions with their owners, note heads, note
+versions (metadata: a note's text is read only through the audited operator read,
+``read_session_note`` with a ``reason``) and the audit rows of those reads. The session's history
+is its captured sources (the Source admin)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
 from powercontext.core.admin import ReadOnlyAdmin
-from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
+from powercontext.recovery.models import NoteReadAudit, RecoverySession, SessionNote, SessionNoteVersion
 
 
 @admin.register(RecoverySession)
@@ -14,13 +16,23 @@ class RecoverySessionAdmin(ReadOnlyAdmin):
     """Sessions with their note totals, found by exact scope or session id (never a substring
     scan over untrusted ids)."""
 
-    list_display = ("id", "scope_id", "session_id", "note_count", "total_bytes", "stored_bytes", "updated_at")
+    list_display = (
+        "id",
+        "scope_id",
+        "session_id",
+        "owner",
+        "note_count",
+        "total_bytes",
+        "stored_bytes",
+        "updated_at",
+    )
     list_select_related = ()
     search_fields = ("scope_id__exact", "session_id__exact")
     search_help_text = "Exact scope id or session id."
     fields = (
         "scope_id",
         "session_id",
+        "owner",
         "note_count",
         "total_bytes",
         "stored_bytes",
@@ -52,11 +64,34 @@ class SessionNoteAdmin(ReadOnlyAdmin):
 
 @admin.register(SessionNoteVersion)
 class SessionNoteVersionAdmin(ReadOnlyAdmin):
-    """Every kept version of every note with its full content as written: versions are never
-    changed, and a note keeps its newest ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` of them."""
+    """Every kept version of every note, without its content: a note belongs to its session's
+    owner, and an operator reads one with a reason through ``read_session_note``, which records
+    the read (``NoteReadAudit``). Versions are never changed, and a note keeps its newest
+    ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` of them."""
 
     list_display = ("id", "note", "version", "mode", "size_bytes", "created_at")
     list_select_related = ("note",)
     search_fields = ("note__session__session_id__exact", "note__path__exact")
     search_help_text = "Exact session id or note path."
-    fields = ("note", "version", "mode", "size_bytes", "created_at", "content")
+    fields = ("note", "version", "mode", "size_bytes", "created_at")
+
+
+@admin.register(NoteReadAudit)
+class NoteReadAuditAdmin(ReadOnlyAdmin):
+    """Who read which session's note, when and why: one row per operator read, insert-only."""
+
+    list_display = ("id", "created_at", "reader", "user", "scope_id", "session_id", "path", "version")
+    list_select_related = ("user",)
+    search_fields = ("scope_id__exact", "session_id__exact", "reader__exact")
+    search_help_text = "Exact scope id, session id or reader (token:<id> or local)."
+    fields = (
+        "created_at",
+        "reader",
+        "user",
+        "reason",
+        "scope_id",
+        "session_id",
+        "session_owner",
+        "path",
+        "version",
+    )

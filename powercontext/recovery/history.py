@@ -1,5 +1,5 @@
 """Session history reads: the scope's captured sources whose ``metadata.session_id`` names the
-session, in position order. List (metadata), literal search and range read by position with a
+session and that the reader captured (``Source.captured_by`` is its ``owner``), in position order. List (metadata), literal search and range read by position with a
 byte budget; content is redacted exactly as the pipeline redacts what becomes Memory
 (``powercontext.core.redaction_detectors``) before anything is returned or searched.
 
@@ -39,9 +39,11 @@ def metadata_key(name: str) -> RawSQL:
     return RawSQL(_KEY_SQL[connection.vendor].format(name), ())  # noqa: S611 - fixed SQL, no input
 
 
-def _session_sources(scope_id: str, session_id: str) -> QuerySet[Source]:
+def _session_sources(scope_id: str, session_id: str, owner: str) -> QuerySet[Source]:
+    # Only the sources the reader captured: another caller's history of the same session id
+    # answers as an unknown session does.
     return (
-        Source.objects.filter(scope_id=scope_id)
+        Source.objects.filter(scope_id=scope_id, captured_by=owner)
         .annotate(recovery_session=metadata_key("session_id"))
         .filter(recovery_session=session_id, source_type=CONTENT)
     )
@@ -79,10 +81,12 @@ def _item(source_id: str, position: int, metadata: Any, content: str, created: d
     )
 
 
-def history_list(*, scope_id: str, session_id: str, after_position: int = 0, limit: int = 100) -> HistoryPage:
+def history_list(
+    *, scope_id: str, session_id: str, owner: str, after_position: int = 0, limit: int = 100
+) -> HistoryPage:
     """One page of the session's sources after ``after_position``, oldest first."""
     rows = list(
-        _session_sources(scope_id, session_id)
+        _session_sources(scope_id, session_id, owner)
         .filter(position__gt=after_position)
         .order_by("position")
         .values_list("source_id", "position", "metadata", "content", "created_at")[: limit + 1]
@@ -116,12 +120,12 @@ def _redacted_rows(rows: QuerySet[Source]) -> Iterator[tuple[str, int, Any, str,
         yield sid, pos, meta, redact(content).text, created
 
 
-def history_search(*, scope_id: str, session_id: str, search: LineSearch) -> HistorySearch:
+def history_search(*, scope_id: str, session_id: str, owner: str, search: LineSearch) -> HistorySearch:
     """Lines of the session's (redacted) sources containing the query literally, oldest source
     first, at most ``search.limit`` (``truncated`` when more matched). A secret is never
     findable: the match runs on the redacted text."""
     query = search.query
-    rows = _session_sources(scope_id, session_id).order_by("position")
+    rows = _session_sources(scope_id, session_id, owner).order_by("position")
     # A cheap database pre-filter that can only drop sources without a match: skipped where the
     # database's LIKE and Python's case folding could disagree, or where redaction adds the text.
     if "redacted" not in query.casefold():
@@ -163,6 +167,7 @@ def history_read(
     *,
     scope_id: str,
     session_id: str,
+    owner: str,
     from_position: int,
     to_position: int | None = None,
     max_bytes: int = 16_000,
@@ -170,7 +175,7 @@ def history_read(
     """The session's sources with ``from_position <= position <= to_position``, oldest first,
     their redacted content within ``max_bytes`` UTF-8 bytes in total. The item that does not fit
     is cut at a character boundary and marked ``truncated``; reading stops there."""
-    rows = _session_sources(scope_id, session_id).filter(position__gte=from_position)
+    rows = _session_sources(scope_id, session_id, owner).filter(position__gte=from_position)
     if to_position is not None:
         rows = rows.filter(position__lte=to_position)
     rows = rows.order_by("position")[: limits.READ_MAX_ITEMS + 1]
@@ -192,10 +197,10 @@ def history_read(
     return HistoryRange(items=chunks, truncated=False, next_position=None)
 
 
-def history_extent(*, scope_id: str, session_id: str, max_windows: int) -> HintHistory:
+def history_extent(*, scope_id: str, session_id: str, owner: str, max_windows: int) -> HintHistory:
     """How many sources the session has, its first and last positions, and the window ids seen
     (in order of first appearance, at most ``max_windows`` of them): the hint's history part."""
-    rows = _session_sources(scope_id, session_id)
+    rows = _session_sources(scope_id, session_id, owner)
     totals = rows.aggregate(count=Count("pk"), first=Min("position"), last=Max("position"))
     if not totals["count"]:
         return HintHistory(count=0, first_position=None, last_position=None, windows=[], window_count=0)

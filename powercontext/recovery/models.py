@@ -7,15 +7,17 @@ current version and size, its oldest kept version and the bytes of its kept vers
 ``SessionNoteVersion`` rows are inserted once and never updated (the admin shows them view-only);
 each holds the note's full content as of that version. A note keeps its newest
 ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` versions: the write that makes a newer one deletes the
-older ones in its own transaction.
+older ones in its own transaction. ``NoteReadAudit`` rows record every operator read of a note
+(insert-only, view-only in the admin).
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from powercontext.core.models import PkNamedModel
+from powercontext.core.models import LOCAL_OWNER, OWNER_MAX_LENGTH, PkNamedModel
 
 SCOPE_MAX_LENGTH = 256
 SESSION_MAX_LENGTH = 256
@@ -25,10 +27,12 @@ PATH_MAX_LENGTH = 256
 class RecoverySession(PkNamedModel):
     """One agent session of a scope with its totals (note count, bytes of the current versions,
     bytes of all kept versions); every note write locks this row, so the per-session caps hold
-    under concurrent writers."""
+    under concurrent writers. ``owner`` is the ``owner_key`` of the caller whose write created it;
+    only that caller reads or writes its notes (sessions from before ownership are ``local``)."""
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
+    owner = models.CharField(max_length=OWNER_MAX_LENGTH, default=LOCAL_OWNER)
     note_count = models.PositiveIntegerField(default=0)
     total_bytes = models.BigIntegerField(default=0)
     stored_bytes = models.BigIntegerField(default=0)  # every kept version of every note
@@ -99,3 +103,28 @@ class SessionNoteVersion(models.Model):
 
     def __str__(self) -> str:
         return f"note version #{self.pk} (v{self.version})"
+
+
+class NoteReadAudit(models.Model):
+    """One operator's (or reviewer's) read of a note of a session it does not own: who, why and
+    what, inserted in the read's own transaction; never changed. It outlives the note (no foreign
+    key), so forgetting a session keeps the record of who read it."""
+
+    reader = models.CharField(max_length=OWNER_MAX_LENGTH)  # the reader's owner_key
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reason = models.TextField()
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
+    session_id = models.CharField(max_length=SESSION_MAX_LENGTH)
+    session_owner = models.CharField(max_length=OWNER_MAX_LENGTH)
+    path = models.CharField(max_length=PATH_MAX_LENGTH)
+    version = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "note read audit"
+        indexes = [models.Index(fields=["scope_id", "session_id"], name="recovery_audit_session")]
+
+    def __str__(self) -> str:
+        return f"note read #{self.pk}"

@@ -1,6 +1,10 @@
 """Session recovery reads: notes (list, read, literal search) and the recovery hint. History
 reads are in ``history``. Every query filters by scope and session first; nothing returned ever
-mixes sessions or scopes."""
+mixes sessions or scopes.
+
+Every read names the caller's ``owner``: a session another caller owns answers exactly as an
+unknown session does (no notes, ``NoteNotFound``), so its existence does not leak. ``owner=None``
+(any owner) is for ``services.note_read_audited`` only."""
 
 from __future__ import annotations
 
@@ -66,14 +70,14 @@ class NoteSearch:
     truncated: bool
 
 
-def _session(scope_id: str, session_id: str) -> RecoverySession | None:
-    return RecoverySession.objects.filter(scope_id=scope_id, session_id=session_id).first()
+def _session(scope_id: str, session_id: str, owner: str) -> RecoverySession | None:
+    return RecoverySession.objects.filter(scope_id=scope_id, session_id=session_id, owner=owner).first()
 
 
-def note_list(*, scope_id: str, session_id: str, prefix: str | None = None) -> NoteListing:
+def note_list(*, scope_id: str, session_id: str, owner: str, prefix: str | None = None) -> NoteListing:
     """The session's notes by path: path, current version, size, last write, oldest kept version
     and the bytes its kept versions take."""
-    session = _session(scope_id, session_id)
+    session = _session(scope_id, session_id, owner)
     if session is None:
         return NoteListing(notes=[], note_count=0, total_bytes=0, stored_bytes=0)
     rows = SessionNote.objects.filter(session=session)
@@ -100,14 +104,15 @@ def note_list(*, scope_id: str, session_id: str, prefix: str | None = None) -> N
     )
 
 
-def note_read(*, scope_id: str, session_id: str, path: str, version: int | None = None) -> NoteContent:
+def note_read(
+    *, scope_id: str, session_id: str, owner: str | None, path: str, version: int | None = None
+) -> NoteContent:
     """A note's latest version, or the given one (immutable) while it is kept; ``NoteNotFound``
     otherwise (a pruned or future version: with the kept range in its details)."""
-    note = (
-        SessionNote.objects.filter(session__scope_id=scope_id, session__session_id=session_id, path=path)
-        .only("pk", "current_version", "oldest_version")
-        .first()
-    )
+    notes = SessionNote.objects.filter(session__scope_id=scope_id, session__session_id=session_id, path=path)
+    if owner is not None:
+        notes = notes.filter(session__owner=owner)
+    note = notes.only("pk", "current_version", "oldest_version").first()
     if note is None:
         raise NoteNotFound()
     wanted = version if version is not None else note.current_version
@@ -128,13 +133,14 @@ def note_read(*, scope_id: str, session_id: str, path: str, version: int | None 
     )
 
 
-def note_search(*, scope_id: str, session_id: str, search: LineSearch) -> NoteSearch:
+def note_search(*, scope_id: str, session_id: str, owner: str, search: LineSearch) -> NoteSearch:
     """Lines of the session's current notes containing the query literally, by path then line,
     at most ``search.limit`` (``truncated`` when more matched)."""
     rows = (
         SessionNoteVersion.objects.filter(
             note__session__scope_id=scope_id,
             note__session__session_id=session_id,
+            note__session__owner=owner,
         )
         .filter(version=F("note__current_version"))
         .order_by("note__path")
@@ -159,10 +165,10 @@ class Hint:
     truncated: bool
 
 
-def recovery_hint(*, scope_id: str, session_id: str) -> Hint:
+def recovery_hint(*, scope_id: str, session_id: str, owner: str) -> Hint:
     """The session's recovery hint: notes (most recently written first, then by path) and the
     history's extent, metadata only, at most ``HINT_MAX_BYTES`` UTF-8 bytes."""
-    session = _session(scope_id, session_id)
+    session = _session(scope_id, session_id, owner)
     notes: list[HintNote] = []
     note_count = total_bytes = 0
     if session is not None:
@@ -177,7 +183,9 @@ def recovery_hint(*, scope_id: str, session_id: str) -> Hint:
         notes=notes,
         note_count=note_count,
         total_bytes=total_bytes,
-        history=history.history_extent(scope_id=scope_id, session_id=session_id, max_windows=HINT_WINDOWS),
+        history=history.history_extent(
+            scope_id=scope_id, session_id=session_id, owner=owner, max_windows=HINT_WINDOWS
+        ),
         max_bytes=limits.HINT_MAX_BYTES,
     )
     return Hint(text=text, size_bytes=len(text.encode("utf-8")), truncated=truncated)

@@ -8,26 +8,36 @@ the newest ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` and moves the head and the se
 concurrent appends to one note therefore run one after the other and both land; a refusal raises
 inside the transaction, so nothing of it is written (not even the session row a first write would
 have created).
+
+A session belongs to the caller whose write created it (``RecoverySession.owner``, an
+``owner_key``); a write by anyone else is ``NoteNotFound``, the answer a read of an unknown note
+gets. Note content is redacted (``powercontext.core.redaction_detectors``) before it is stored:
+this is the one door notes come in by, so a secret written into a note is never stored or read
+back. An operator's read of a note it does not own goes through ``note_read_audited``, which
+writes the audit row in the read's transaction.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from powercontext.core.redaction_detectors import redact
 from powercontext.core.transactions import require_transaction
-from powercontext.recovery import limits
+from powercontext.recovery import limits, selectors
 from powercontext.recovery.exceptions import (
     NoteConflict,
+    NoteNotFound,
     NoteTooLarge,
     SessionNotesTooLarge,
     TooManyNotes,
 )
-from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
+from powercontext.recovery.models import NoteReadAudit, RecoverySession, SessionNote, SessionNoteVersion
 
 REPLACE = SessionNoteVersion.Mode.REPLACE
 APPEND = SessionNoteVersion.Mode.APPEND
@@ -46,18 +56,23 @@ class NoteWritten:
     session_stored_bytes: int  # every kept version of the session's notes
 
 
-def _locked_session(scope_id: str, session_id: str) -> RecoverySession:
-    """The session row, created if missing, locked until the transaction ends."""
+def _locked_session(scope_id: str, session_id: str, owner: str) -> RecoverySession:
+    """The session row, created for ``owner`` if missing, locked until the transaction ends;
+    ``NoteNotFound`` when another caller owns it."""
     RecoverySession.objects.bulk_create(
-        [RecoverySession(scope_id=scope_id, session_id=session_id)], ignore_conflicts=True
+        [RecoverySession(scope_id=scope_id, session_id=session_id, owner=owner)], ignore_conflicts=True
     )
-    return RecoverySession.objects.select_for_update().get(scope_id=scope_id, session_id=session_id)
+    session = RecoverySession.objects.select_for_update().get(scope_id=scope_id, session_id=session_id)
+    if session.owner != owner:
+        raise NoteNotFound()
+    return session
 
 
 def note_write(
     *,
     scope_id: str,
     session_id: str,
+    owner: str,
     path: str,
     content: str,
     mode: str = REPLACE,
@@ -65,14 +80,20 @@ def note_write(
 ) -> NoteWritten:
     """Write the next version of a note: ``replace`` sets its content, ``append`` adds to it.
 
+    ``owner``: the caller's ``owner_key``; the session's first write makes it the owner, and a
+    write to a session another caller owns is ``NoteNotFound`` (nothing written). ``content`` is
+    redacted before anything else (the limits count the redacted text).
+
     ``expected_version`` (optional): the version the caller last saw, 0 for "the note must not
     exist yet"; any other current version is ``NoteConflict``. Limits: ``NoteTooLarge``,
     ``SessionNotesTooLarge``, ``TooManyNotes``; each leaves nothing behind. The note then keeps
     its newest ``POWERCONTEXT_RECOVERY_NOTE_VERSIONS`` versions; older ones are deleted here."""
     if mode not in (REPLACE, APPEND):
         raise ValueError("mode must be replace or append")
+    # Outside the transaction: redaction is CPU work that must not hold the session lock.
+    content = redact(content).text
     with transaction.atomic(durable=True):
-        session = _locked_session(scope_id, session_id)
+        session = _locked_session(scope_id, session_id, owner)
         note = SessionNote.objects.filter(session=session, path=path).first()
         current = note.current_version if note is not None else 0
         if expected_version is not None and expected_version != current:
@@ -164,6 +185,43 @@ def _prune(note: SessionNote, *, keep: int) -> int:
         SessionNoteVersion.objects.filter(pk__in=[pk for pk, _size in stale]).delete()
     note.oldest_version = oldest
     return sum(size for _pk, size in stale)
+
+
+def note_read_audited(
+    *,
+    scope_id: str,
+    session_id: str,
+    path: str,
+    version: int | None,
+    reader: str,
+    user: Any,
+    reason: str,
+) -> selectors.NoteContent:
+    """An operator's (or reviewer's) read of any session's note, whoever owns it: the read and
+    its ``NoteReadAudit`` row (``reader``: the operator's ``owner_key``; ``user``: the token's
+    user, or None; ``reason``: why) in one transaction. ``NoteNotFound`` as for the owner's read;
+    a read that finds nothing records nothing."""
+    with transaction.atomic(durable=True):
+        note = selectors.note_read(
+            scope_id=scope_id, session_id=session_id, owner=None, path=path, version=version
+        )
+        session_owner = (
+            RecoverySession.objects.filter(scope_id=scope_id, session_id=session_id)
+            .values_list("owner", flat=True)
+            .get()
+        )
+        NoteReadAudit.objects.create(
+            reader=reader,
+            user=user,
+            reason=reason,
+            scope_id=scope_id,
+            session_id=session_id,
+            session_owner=session_owner,
+            path=path,
+            version=note.version,
+            created_at=timezone.now(),
+        )
+    return note
 
 
 # --- forgetting (called by the pipeline inside its own transaction, and by the command) --------

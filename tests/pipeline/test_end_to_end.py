@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from powercontext.core.models import ArtifactRevision, MemoryEntryVersion
+from powercontext.pipeline.materialize import opaque_source_ref
 from powercontext.pipeline.models import PipelineOutput
 from review.models import Candidate, CandidateVersion
 from tests.pipeline.helpers import AWS_KEY
@@ -65,7 +66,8 @@ def check_recall(api: Any) -> None:
     assert [h["text"] for h in hits][:1] == ["the staging database runs on port 6543"]
     got = api.post("/v1/memory/entries/get", {"scope_id": SCOPE, "citation": hits[0]["citation"]})
     assert got.status_code == 200
-    assert got.json()["source_refs"] == [{"name": "content", "source_id": "p1"}]
+    # Memory cites its evidence by an opaque reference: a source id may carry its session id.
+    assert got.json()["source_refs"] == [{"name": "content", "source_id": opaque_source_ref(SCOPE, "p1")}]
     lint = api.search(SCOPE, "lint before pushing")["hits"][0]
     assert lint["text"] == "always run make lint before pushing"
     deploy = api.search(SCOPE, "deploy key")["hits"][0]

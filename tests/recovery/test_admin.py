@@ -1,5 +1,6 @@
-"""Session recovery in the admin: sessions, notes and versions are view-only for everyone,
-superusers included, and note text is escaped."""
+"""Session recovery in the admin: sessions, notes, versions and note read audits are view-only
+for everyone, superusers included; a note's text is not shown (operators read it through the
+audited read) and what is shown is escaped."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from django.db.models import Model
 from django.urls import reverse
 
 from powercontext.recovery import services
-from powercontext.recovery.models import RecoverySession, SessionNote, SessionNoteVersion
+from powercontext.recovery.models import NoteReadAudit, RecoverySession, SessionNote, SessionNoteVersion
 
-MODELS: list[type[Model]] = [RecoverySession, SessionNote, SessionNoteVersion]
+MODELS: list[type[Model]] = [RecoverySession, SessionNote, SessionNoteVersion, NoteReadAudit]
 PAYLOAD = '<script>alert("pc")</script>'
 
 
@@ -22,7 +23,16 @@ def url(model: type[Model], view: str, *args: Any) -> str:
 
 @pytest.fixture
 def note(db: None) -> None:
-    services.note_write(scope_id="repo", session_id="s1", path="plan.md", content=PAYLOAD)
+    services.note_write(scope_id="repo", session_id="s1", owner="local", path="plan.md", content=PAYLOAD)
+    services.note_read_audited(
+        scope_id="repo",
+        session_id="s1",
+        path="plan.md",
+        version=None,
+        reader="token:1",
+        user=None,
+        reason=PAYLOAD,
+    )
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
@@ -39,7 +49,13 @@ def test_recovery_rows_are_view_only(admin_client: Any, note: None, model: type[
     assert model._default_manager.count() == count
 
 
-def test_a_version_page_shows_the_escaped_note_text(admin_client: Any, note: None) -> None:
+def test_a_version_page_does_not_show_the_note_text(admin_client: Any, note: None) -> None:
     version = SessionNoteVersion.objects.get()
     page = admin_client.get(url(SessionNoteVersion, "change", version.pk))
-    assert b"&lt;script&gt;alert(" in page.content
+    assert page.status_code == 200 and b"alert(" not in page.content
+
+
+def test_an_audit_page_shows_the_escaped_reason(admin_client: Any, note: None) -> None:
+    audit = NoteReadAudit.objects.get()
+    page = admin_client.get(url(NoteReadAudit, "change", audit.pk))
+    assert b"&lt;script&gt;alert(" in page.content and b"token:1" in page.content

@@ -19,7 +19,7 @@ SCOPE, SESSION = "busy", "run-1"
 
 def append(line: str) -> Callable[[], Any]:
     return lambda: services.note_write(
-        scope_id=SCOPE, session_id=SESSION, path="log.md", content=line + "\n", mode="append"
+        scope_id=SCOPE, session_id=SESSION, owner="local", path="log.md", content=line + "\n", mode="append"
     )
 
 
@@ -34,7 +34,7 @@ def _check_no_line_lost(writers: int, per_writer: int) -> None:
     assert [r for r in results if isinstance(r, BaseException)] == []
     versions = sorted(v for r in results for v in r)
     assert versions == list(range(1, writers * per_writer + 1))  # every write its own version
-    note = selectors.note_read(scope_id=SCOPE, session_id=SESSION, path="log.md")
+    note = selectors.note_read(scope_id=SCOPE, session_id=SESSION, owner="local", path="log.md")
     lines = note.content.splitlines()
     assert sorted(lines) == sorted(f"writer {w} line {i}" for w in range(writers) for i in range(per_writer))
     for w in range(writers):  # each writer's lines stay in its own order
@@ -77,7 +77,7 @@ def test_concurrent_writers_cannot_overrun_the_session_cap() -> None:
 
     def writer(i: int) -> Callable[[], Any]:
         return lambda: services.note_write(
-            scope_id=SCOPE, session_id=SESSION, path=f"n{i}", content="x" * per_note
+            scope_id=SCOPE, session_id=SESSION, owner="local", path=f"n{i}", content="x" * per_note
         )
 
     results = run_together([writer(i) for i in range(fit + 2)])

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
 from django.test import Client
 
-from powercontext.core.models import ScopeState, Source
+from powercontext.core.models import LOCAL_OWNER, ScopeState, Source
 from powercontext.recovery import history, selectors, services
 from powercontext.recovery.text import LineSearch
 
@@ -75,6 +75,7 @@ class Command(BaseCommand):
             return lambda: services.note_write(
                 scope_id=scope,
                 session_id=SESSION,
+                owner=LOCAL_OWNER,
                 path=f"notes/{i:04d}.md",
                 content=f"note {i}\n" + "x" * 200,
             )
@@ -85,6 +86,7 @@ class Command(BaseCommand):
                 lambda: services.note_write(
                     scope_id=scope,
                     session_id=SESSION,
+                    owner=LOCAL_OWNER,
                     path=f"notes/{rng.randrange(note_count):04d}.md",
                     content="appended line\n",
                     mode="append",
@@ -106,9 +108,9 @@ class Command(BaseCommand):
             )
             for _ in range(options["appends"] // 2)
         ]
-        hint_text = selectors.recovery_hint(scope_id=scope, session_id=SESSION)
+        hint_text = selectors.recovery_hint(scope_id=scope, session_id=SESSION, owner=LOCAL_OWNER)
         hints = [
-            _time(lambda: selectors.recovery_hint(scope_id=scope, session_id=SESSION))
+            _time(lambda: selectors.recovery_hint(scope_id=scope, session_id=SESSION, owner=LOCAL_OWNER))
             for _ in range(options["hints"])
         ]
         http_hints = [_time(lambda: post("/v1/sessions/hint", ids)) for _ in range(options["hints"] // 2)]
@@ -117,6 +119,7 @@ class Command(BaseCommand):
                 lambda: history.history_list(
                     scope_id=scope,
                     session_id=SESSION,
+                    owner=LOCAL_OWNER,
                     after_position=rng.randrange(options["sources"]),
                     limit=100,
                 )
@@ -128,6 +131,7 @@ class Command(BaseCommand):
                 lambda: history.history_read(
                     scope_id=scope,
                     session_id=SESSION,
+                    owner=LOCAL_OWNER,
                     from_position=rng.randrange(1, options["sources"]),
                     max_bytes=16_000,
                 )
@@ -137,7 +141,10 @@ class Command(BaseCommand):
         searches = [
             _time(
                 lambda: history.history_search(
-                    scope_id=scope, session_id=SESSION, search=LineSearch(f"marker-{rng.randrange(1000):03d}")
+                    scope_id=scope,
+                    session_id=SESSION,
+                    owner=LOCAL_OWNER,
+                    search=LineSearch(f"marker-{rng.randrange(1000):03d}"),
                 )
             )
             for _ in range(10)
@@ -145,7 +152,10 @@ class Command(BaseCommand):
         note_search = [
             _time(
                 lambda: selectors.note_search(
-                    scope_id=scope, session_id=SESSION, search=LineSearch(f"note {rng.randrange(note_count)}")
+                    scope_id=scope,
+                    session_id=SESSION,
+                    owner=LOCAL_OWNER,
+                    search=LineSearch(f"note {rng.randrange(note_count)}"),
                 )
             )
             for _ in range(50)
