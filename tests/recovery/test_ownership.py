@@ -240,7 +240,7 @@ def test_the_upgrade_makes_existing_memory_references_opaque(alice: Api) -> None
     from django.apps import apps
     from django.db import connection
 
-    migration = importlib.import_module("powercontext.pipeline.migrations.0003_memory_source_refs_opaque")
+    migration = importlib.import_module("powercontext.pipeline.migrations.0004_memory_source_refs_opaque")
     alice.remember(SCOPE, "the staging database runs on port 6543")
     version = MemoryEntryVersion.objects.get()
     opaque = opaque_source_ref(SCOPE, "earlier")

@@ -50,7 +50,7 @@ def opaque_refs(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("pipeline", "0002_pipeline_enqueued"),
+        ("pipeline", "0003_set_aside_sources"),
         ("powercontext", "0021_source_captured_by"),
     ]
 
