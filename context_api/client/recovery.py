@@ -94,6 +94,7 @@ class RecoveryOperations(Generic[ResultT]):
         ignore_case: bool | None = None,
         context_lines: int | None = None,
         limit: int | None = None,
+        after_position: int | None = None,
     ) -> ResultT:
         return self._call(
             "search_session_history",
@@ -104,6 +105,7 @@ class RecoveryOperations(Generic[ResultT]):
                 "ignore_case": ignore_case,
                 "context_lines": context_lines,
                 "limit": limit,
+                "after_position": after_position,
             },
         )
 

@@ -234,18 +234,29 @@ def list_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]
     return {"items": [_history_item(i) for i in page.items], "next_after_position": page.next_after}
 
 
+class HistorySearchInput(SearchInput):
+    after_position = StrictIntegerField(min_value=0, required=False, default=0)
+
+
 @operation(
-    "search_session_history", "v1/sessions/history/search", SearchInput, read_only=True, idempotent=True
+    "search_session_history",
+    "v1/sessions/history/search",
+    HistorySearchInput,
+    read_only=True,
+    idempotent=True,
 )
 def search_session_history(data: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """Search a session's captured sources literally (redacted), line by line."""
-    found = history.history_search(**_search_arguments(data, caller))
+    """Search a session's captured sources literally (as stored: redacted), line by line, within a
+    byte budget per call (``partial`` and ``next_after_position`` say where to go on)."""
+    found = history.history_search(**_search_arguments(data, caller), after_position=data["after_position"])
     return {
         "matches": [
             {"source_id": m.source_id, "position": m.position, "window_id": m.window_id, **_line(m.match)}
             for m in found.matches
         ],
         "truncated": found.truncated,
+        "partial": found.partial,
+        "next_after_position": found.next_after,
     }
 
 

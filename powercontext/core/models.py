@@ -52,7 +52,8 @@ def owner_key(token: ApiToken | None) -> str:
 
 class Source(models.Model):
     """Captured evidence, idempotent by (scope, source_type, source_id), stored redacted. Never
-    overwritten, except once by ``manage.py redact_sources`` for rows stored before redaction."""
+    overwritten, except by the re-redaction of rows whose ``redaction_version`` is older than the
+    detectors' (``manage.py redact_sources`` and its Celery sweep; 0: stored before versions)."""
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     source_type = models.CharField(max_length=64)
@@ -63,6 +64,7 @@ class Source(models.Model):
     position = models.BigIntegerField()
     # Who captured it (``owner_key``): a session's history is the sources its reader captured.
     captured_by = models.CharField(max_length=OWNER_MAX_LENGTH, default=LOCAL_OWNER)
+    redaction_version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -72,6 +74,10 @@ class Source(models.Model):
             ),
             models.UniqueConstraint(fields=["scope_id", "position"], name="source_position_unique"),
             models.CheckConstraint(condition=Q(position__gte=1), name="source_position_positive"),
+        ]
+        indexes = [
+            # The re-redaction sweep finds the rows stored under an older detector version.
+            models.Index(fields=["redaction_version"], name="source_redaction_version"),
         ]
 
     def __str__(self) -> str:

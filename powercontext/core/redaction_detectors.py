@@ -65,6 +65,11 @@ from powercontext.core.secret_phrases import (
     KeywordAssignmentDetector,
 )
 
+# The version of what ``redact`` detects, stored with every captured Source
+# (``Source.redaction_version``). Raise it whenever a detector change could redact more: Sources
+# stored under an older version are redacted again in the background (docs/redaction.md).
+REDACTION_VERSION = 1
+
 # Bits per character above which a mixed-case, digit-bearing token of 20+ characters made of short
 # runs counts as random. The library's default (4.5) is tuned for quoted strings in code and is out
 # of reach below ~25 characters; a random 20-character token has about 4.0 bits, so 3.7 catches

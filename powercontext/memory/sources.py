@@ -4,7 +4,9 @@ Content is redacted before it is stored (``powercontext.core.redaction_detectors
 a captured session never reaches the database, its backups, the admin or the Review Inbox's
 evidence panel, and the evidence a reviewer sees is exactly what was stored and what the
 pipeline read. The idempotency digest is taken over the redacted content, so no hash of a
-secret is kept either (docs/redaction.md).
+secret is kept either (docs/redaction.md). Each row records the detector version that redacted it
+(``REDACTION_VERSION``); reads serve the stored text and never run a detector, and rows of an
+older version are redacted again by ``sources_redact_stored`` (a Celery sweep and a command).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.db.models import F
 
 from powercontext.core.exceptions import SourceConflict
 from powercontext.core.models import LOCAL_OWNER, ScopeState, Source
-from powercontext.core.redaction_detectors import redact
+from powercontext.core.redaction_detectors import REDACTION_VERSION, redact
 from powercontext.core.secret_door import redact_strings
 
 CONTENT_SOURCE_TYPE = "content"
@@ -93,6 +95,7 @@ def source_capture(
                 metadata=metadata,
                 position=position,
                 captured_by=captured_by,
+                redaction_version=REDACTION_VERSION,
             )
     except IntegrityError:
         # A concurrent capture of the same id committed first (PostgreSQL): answer as a retry.
@@ -122,29 +125,50 @@ def _same_or_conflict(existing: Source, digest: str) -> CapturedSource:
     )
 
 
-def sources_redact_stored(*, batch: int = 200) -> int:
-    """Redact the Sources stored before capture redacted them (issue 20): each batch of rows in
-    one transaction, oldest first; a row whose text redaction changes gets the redacted text and
-    its digest over it, so a retried capture of the original stays idempotent. Returns how many
-    rows changed. The one maintenance write that rewrites a Source (``manage.py
-    redact_sources``); rows already redacted are read and left alone."""
-    changed = 0
+@dataclass(frozen=True)
+class StoredRedaction:
+    """What one ``sources_redact_stored`` run did: rows redacted again (``checked``), rows whose
+    text changed (``changed``), and whether no row of an older version is left (``done``)."""
+
+    checked: int
+    changed: int
+    done: bool
+
+
+def sources_redact_stored(*, batch: int = 200, max_batches: int | None = None) -> StoredRedaction:
+    """Redact again the Sources stored under an older detector version (``redaction_version <
+    REDACTION_VERSION``; 0 for rows stored before versions, some of them before capture redacted
+    at all), oldest first, ``batch`` rows at a time and at most ``max_batches`` batches (None: all).
+
+    Each batch is redacted outside any transaction (the detectors are the slow part) and written
+    in one transaction: every row gets the current version, and a row whose text changed also
+    gets the redacted text and its digest over it, so a retried capture of the original stays
+    idempotent. The write is a compare-and-swap on the version read, so two concurrent runs
+    never write one row twice. The one maintenance write that rewrites a Source (``manage.py
+    redact_sources``, the ``powercontext.redact_stale_sources`` task)."""
+    checked = changed = 0
     after = 0
-    while True:
+    batches = 0
+    while max_batches is None or batches < max_batches:
+        rows = list(
+            Source.objects.filter(pk__gt=after, redaction_version__lt=REDACTION_VERSION)
+            .order_by("pk")
+            .values_list("pk", "redaction_version", "content", "metadata")[:batch]
+        )
+        if not rows:
+            return StoredRedaction(checked=checked, changed=changed, done=True)
+        redone = [
+            (pk, version, content, redact(content).text, metadata) for pk, version, content, metadata in rows
+        ]
         with transaction.atomic(durable=True):
-            rows = list(
-                Source.objects.select_for_update()
-                .filter(pk__gt=after)
-                .order_by("pk")
-                .only("pk", "content", "metadata")[:batch]
-            )
-            if not rows:
-                return changed
-            for row in rows:
-                content = redact(row.content).text
-                if content != row.content:
-                    Source.objects.filter(pk=row.pk).update(
-                        content=content, content_sha256=_digest(content, row.metadata)
-                    )
-                    changed += 1
-            after = rows[-1].pk
+            for pk, version, content, redacted, metadata in redone:
+                fields: dict[str, Any] = {"redaction_version": REDACTION_VERSION}
+                if redacted != content:
+                    fields.update(content=redacted, content_sha256=_digest(redacted, metadata))
+                if Source.objects.filter(pk=pk, redaction_version=version).update(**fields):
+                    checked += 1
+                    changed += redacted != content
+        after = rows[-1][0]
+        batches += 1
+    done = not Source.objects.filter(pk__gt=after, redaction_version__lt=REDACTION_VERSION).exists()
+    return StoredRedaction(checked=checked, changed=changed, done=done)

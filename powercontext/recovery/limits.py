@@ -10,3 +10,4 @@ HINT_MAX_BYTES = 4_000  # the recovery hint, UTF-8
 LINE_MAX_BYTES = 400  # one line of a search result, UTF-8, markers included
 READ_MAX_BYTES = 65_536  # the largest byte budget of one history range read
 READ_MAX_ITEMS = 200  # items of one history range read
+SEARCH_MAX_SOURCES = 5_000  # sources one history search reads (the byte budget is a setting)

@@ -300,6 +300,14 @@ POWERCONTEXT_PIPELINE = {
 # Session recovery notes (powercontext/recovery; docs/agents/session-recovery.md): each note keeps
 # its newest this many versions; a write prunes the older ones in its own transaction.
 POWERCONTEXT_RECOVERY_NOTE_VERSIONS = env_int("POWERCONTEXT_RECOVERY_NOTE_VERSIONS", 5, minimum=1)
+# One history search reads at most this many UTF-8 bytes of a session's sources (in the database
+# and here); a session larger than that is searched in parts (`partial`, `next_after_position`).
+POWERCONTEXT_RECOVERY_HISTORY_SEARCH_BYTES = env_int(
+    "POWERCONTEXT_RECOVERY_HISTORY_SEARCH_BYTES", 4_194_304, minimum=65_536
+)
+# Celery beat (service mode): how often the sweep redacts again the Sources stored under an older
+# detector version (powercontext.redact_stale_sources; docs/redaction.md).
+POWERCONTEXT_SOURCE_REDACT_SWEEP_SECONDS = env_int("POWERCONTEXT_SOURCE_REDACT_SWEEP_SECONDS", 600, minimum=1)
 # Celery beat (service mode): how often the pipeline scan runs.
 POWERCONTEXT_PIPELINE_SCAN_SECONDS = env_int("POWERCONTEXT_PIPELINE_SCAN_SECONDS", 300, minimum=1)
 
@@ -338,6 +346,11 @@ CELERY_BEAT_SCHEDULE = {
     "prepare-aggregates-prune": {
         "task": "powercontext.prune_prepare_aggregates",
         "schedule": 3600.0,
+        "options": _PERIODIC,
+    },
+    "redact-stale-sources": {
+        "task": "powercontext.redact_stale_sources",
+        "schedule": float(POWERCONTEXT_SOURCE_REDACT_SWEEP_SECONDS),
         "options": _PERIODIC,
     },
 }

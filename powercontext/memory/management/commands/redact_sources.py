@@ -1,4 +1,4 @@
-"""Redact the captured Sources stored before capture redacted them (see docs/redaction.md)."""
+"""Redact again the captured Sources stored under an older detector version (docs/redaction.md)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from powercontext.memory.sources import sources_redact_stored
 
 class Command(BaseCommand):
     help = (
-        "Replace every secret in the stored Sources by its [REDACTED:<type>] marker (Sources "
-        "captured before capture redacted them). Idempotent; prints how many rows changed."
+        "Redact again, with the current detectors, every stored Source whose redaction_version is "
+        "older than theirs (Sources captured before an upgrade of the detectors, or before "
+        "capture redacted). Idempotent; prints how many rows changed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", type=int, default=200, help="rows per transaction")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        changed = sources_redact_stored(batch=max(options["batch"], 1))
-        self.stdout.write(f"redacted {changed} stored source(s)")
+        result = sources_redact_stored(batch=max(options["batch"], 1))
+        self.stdout.write(f"redacted {result.changed} stored source(s)")
