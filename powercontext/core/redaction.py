@@ -6,9 +6,11 @@ are built in ``powercontext.core.redaction_detectors``, because importing that l
 (its package pulls in requests, subprocess and logging and keeps process-global settings), and
 that module's ``redact(text)`` is what the application calls. This module holds the replacement
 logic; the detectors that need no library (whole PEM blocks, passwords in URLs, the newer
-GitHub token formats, AWS secret keys next to their name, ``Authorization: Bearer`` values,
-secret-named assignments, command-line passwords, passwords in prose, random-looking tokens) are
-in ``powercontext.core.secret_patterns``.
+GitHub token formats, provider tokens known by their prefix, AWS secret keys next to their name,
+``Authorization: Bearer`` values, ``.netrc`` and ``.pgpass`` passwords, cookie values) are in
+``powercontext.core.secret_patterns``, and those that read words around a value (secret-named
+assignments and passphrases, command-line passwords, passwords in prose, random-looking tokens)
+in ``powercontext.core.secret_phrases``.
 
 Invariants:
 
@@ -23,8 +25,10 @@ Invariants:
   invisible characters inside a secret go with it). Every detector sees bounded windows
   (``windows``: runs of whole lines of at most ``WINDOW`` characters; a longer line in chunks
   overlapping by ``OVERLAP``), so no expression ever runs on more than ``WINDOW`` characters,
-  whatever the input; a detector with ``whole_text = True`` (the PEM block scanner) gets the
-  whole text and bounds each of its own expression calls to one line.
+  whatever the input; a detector with ``whole_text = True`` (the PEM block scanner, the
+  ``.netrc`` scanner, whose entries span lines) gets the whole text, finds its anchors with
+  ``str.find`` and bounds each of its own expression calls (to one line, or to a few hundred
+  characters around the anchor).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from powercontext.core import redaction
 from powercontext.core.redaction import Detector, Hit, Redacted
-from powercontext.core.secret_patterns import STRUCTURAL_DETECTORS
+from powercontext.core.secret_patterns import CONTEXT_DETECTORS, STRUCTURAL_DETECTORS
 from powercontext.core.secret_phrases import (
     PROSE_SECRET,
     CommandLineDetector,
@@ -204,6 +204,7 @@ def _library_detectors() -> list[Detector]:
 DETECTORS: tuple[Detector, ...] = (
     *STRUCTURAL_DETECTORS,
     *_library_detectors(),
+    *CONTEXT_DETECTORS,
     KeywordAssignmentDetector("secret_keyword", (*SECRET_KEYWORDS, *_EXTRA_KEYWORDS)),
     CommandLineDetector("cli_password", (*SECRET_KEYWORDS, *_EXTRA_KEYWORDS)),
     PROSE_SECRET,

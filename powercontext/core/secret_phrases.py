@@ -16,15 +16,56 @@ def _plausible_secret_value(value: str, quoted: bool) -> bool:
     """Whether the value of a secret-named assignment looks like a secret, not a reference."""
     if len(value) < (4 if quoted else 6):
         return False
-    if value[0] in "$<{%/~.[*-" or "(" in value or "[" in value:
-        return False  # ${VAR}, <placeholder>, %s, paths, os.environ[...], settings.X, ***, a flag
+    if value[0] in "$<{%/~.[*-":
+        return False  # ${VAR}, <placeholder>, %s, paths, settings.X, ***, a flag
     if quoted:
-        return True
+        # A quoted string is a literal: brackets inside are characters of the secret (Django's
+        # generated keys hold them), unless the string is code (``"get_secret('db')"``).
+        return _CODE.match(value) is None
+    if "(" in value or "[" in value:
+        return False  # os.environ[...], a call
     if value.isdigit() or re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value):
         return False  # a number (a timeout, a size) or a dotted name (a class, a setting)
     if re.fullmatch(r"[a-z]+(?:[-_][a-z]+)+", value):
         return False  # lower-case words joined by - or _: the name of a secret, not one
     return len(value) >= 12 or any(not char.isalpha() for char in value)
+
+
+_CODE = re.compile(r"[A-Za-z_][\w.]*[(\[]")
+
+# Names of a password that may be a passphrase of plain words (``password: correct horse battery
+# staple``): three to eight lower-case words, the rest of the line, none of them a word that prose
+# about a password uses ("password: reset it in settings", "password: must be 12 characters").
+_PASSPHRASE_NAME = re.compile(r"(?i)(?:pass(?:word|phrase|wd)?|pwd)$")
+_PASSPHRASE_LINE = 160
+_NOT_PASSPHRASE_WORDS = frozenset(
+    """a about above after again all also am an and any are as ask at be been before being below by
+    can cannot change changed changes check contact could did do does done each empty enter entered
+    expired expires for from get given go had has have here how if in into is it its just least
+    leave like long longer make manager may more most must my need needed needs never new no none
+    nor not now null of off old on once one only or other our out over please policy provided
+    required reset rotated same see sent set should so some stored than that the their them then
+    there these they this to too under unknown unset until up use used user using vault very via
+    was we were what when where which while who will with without you your""".split()
+)
+
+
+def _passphrase_end(text: str, start: int) -> int:
+    """The end of a passphrase of plain words from ``start`` to the end of its line, else -1."""
+    end = text.find("\n", start, start + _PASSPHRASE_LINE + 1)
+    if end < 0:
+        if len(text) - start > _PASSPHRASE_LINE:
+            return -1
+        end = len(text)
+    phrase = text[start:end].rstrip()
+    words = phrase.split(" ")
+    if not 3 <= len(words) <= 8:
+        return -1
+    if not all(
+        2 <= len(w) <= 24 and w.isalpha() and w.islower() and w not in _NOT_PASSPHRASE_WORDS for w in words
+    ):
+        return -1
+    return start + len(phrase)
 
 
 # Names that hold a setting about a secret, not the secret (``PASSWORD_FILE``, ``secret_name``).
@@ -84,6 +125,10 @@ class KeywordAssignmentDetector:
             group = "quoted" if value.group("quoted") is not None else "bare"
             if _plausible_secret_value(value.group(group), quoted=group == "quoted"):
                 yield Hit(value.start(group), value.end(group), self.type)
+            elif group == "bare" and _PASSPHRASE_NAME.search(match.group("name")):
+                end = _passphrase_end(text, value.start(group))
+                if end > 0:
+                    yield Hit(value.start(group), end, self.type)
 
 
 _VALUE = r"(?:(?P<q>['\"])(?P<quoted>[^'\"\n]{1,256})(?P=q)|(?P<bare>[^\s'\"`;|&]{1,256}))"
@@ -209,6 +254,9 @@ class ProseSecretDetector:
 # "=" only as base64 padding, so "NAME=value" is two tokens.
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}")
 _RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+# Digests and inline media, public by nature: ``"integrity": "sha512-…"`` and ``data:image/png;base64,…``.
+_SUBRESOURCE_INTEGRITY = re.compile(r"sha(?:256|384|512)-")
+_MEDIA_DATA_URL = re.compile(r"data:(?:image|font|audio|video)/[\w.+-]{1,64};base64,\Z")
 
 
 @dataclass(frozen=True)
@@ -235,6 +283,10 @@ class HighEntropyDetector:
         for match in _TOKEN.finditer(text):
             token = match.group()
             if len(token) < self.min_length or token.startswith(("/", "./", "../", "~/")) or "//" in token:
+                continue
+            if _SUBRESOURCE_INTEGRITY.match(token) or _MEDIA_DATA_URL.search(
+                text, max(match.start() - 64, 0), match.start()
+            ):
                 continue
             if not (
                 any(char.isupper() for char in token)

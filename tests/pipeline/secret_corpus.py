@@ -271,7 +271,7 @@ MORE: tuple[Case, ...] = (
     _c("mysql password flag", "secret_keyword", "FakeMyCli1", "mysql --user=app --password=FakeMyCli1 app"),
     _c(
         "google api key",
-        "secret_keyword",
+        "google_api_key",
         "AIza" + "FAKE0test0EXAMPLE0value0abcdEFGH123",
         "GOOGLE_API_KEY=AIzaFAKE0test0EXAMPLE0value0abcdEFGH123",
     ),

@@ -44,6 +44,11 @@ ADVERSARIAL = {
     "curl users": "-u a:",
     "slashes": "//",
     "digits": "1234567890",
+    "provider prefixes": "hf_dop_v1_AIzaPMAK-dp.st.",
+    "netrc entries": "machine h login u password ",
+    "pgpass fields": "a:1:b:c:",
+    "cookie chains": "cookie:a=1;",
+    "passphrase words": "password: aa bb ",
 }
 
 
