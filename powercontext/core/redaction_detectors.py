@@ -68,7 +68,8 @@ from powercontext.core.secret_phrases import (
 # The version of what ``redact`` detects, stored with every captured Source
 # (``Source.redaction_version``). Raise it whenever a detector change could redact more: Sources
 # stored under an older version are redacted again in the background (docs/redaction.md).
-REDACTION_VERSION = 1
+# 1: capture-time redaction with its first detectors; 2: the secret corpus shapes (issue 33).
+REDACTION_VERSION = 2
 
 # Bits per character above which a mixed-case, digit-bearing token of 20+ characters made of short
 # runs counts as random. The library's default (4.5) is tuned for quoted strings in code and is out
