@@ -1,6 +1,7 @@
 """The one redaction door (issue 33): a secret in any text that enters — remember and revise
-(text and reason), proposals and their revisions, source content and metadata, MCP arguments — is
-stored redacted, whichever way it came in."""
+(text and reason), proposals and their revisions, session notes, source content and metadata,
+MCP arguments — is stored redacted, whichever way it came in; every shape of the secret corpus
+(powercontext/evaluation/data/secrets.jsonl) at every door."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from django.test import Client
 
 from powercontext.core.models import ArtifactRevision, MemoryEntryVersion, Source
+from powercontext.evaluation import secret_corpus
+from powercontext.recovery.models import SessionNoteVersion
 from review.models import CandidateVersion
 from tests.review.factories import experience_proposal, propose_body
 
@@ -126,3 +129,68 @@ def test_mcp_arguments_pass_the_same_door(db: None) -> None:
     assert not result.get("isError"), result
     assert GITHUB not in json.dumps(result)
     _clean(MemoryEntryVersion.objects.get(scope_id=SCOPE).text)
+
+
+# --- every shape of the secret corpus at every door ----------------------------------------------
+
+CORPUS = [sample for sample in secret_corpus.load() if sample.secret]
+
+
+def _survivors(texts: dict[str, str]) -> list[str]:
+    """The corpus shapes whose secret survives in the stored text kept under the same key."""
+    by_key = {f"{n}": sample for n, sample in enumerate(CORPUS)}
+    return sorted(
+        {by_key[key].shape for key, text in texts.items() if secret_corpus.survives(by_key[key].secret, text)}
+    )
+
+
+def test_every_corpus_shape_is_redacted_when_remembered(api: Any) -> None:
+    stored: dict[str, str] = {}
+    for n, sample in enumerate(CORPUS):
+        written = _remember(api, f"{sample.text}\n(note {n})")
+        if written["entry"] is not None:
+            stored[str(n)] = MemoryEntryVersion.objects.get(
+                entry_version_id=written["entry"]["citation"]["entry_version_id"]
+            ).text
+    assert len(stored) == len(CORPUS)
+    assert _survivors(stored) == []
+
+
+def test_every_corpus_shape_is_redacted_in_a_proposal(api: Any) -> None:
+    stored: dict[str, str] = {}
+    for n, sample in enumerate(CORPUS):
+        body = propose_body(proposal=experience_proposal(action=sample.text))
+        response = api.post("/v1/experience/propose", body)
+        assert response.status_code == 201, (sample.shape, response.content)
+        stored[str(n)] = CandidateVersion.objects.get(
+            candidate__candidate_id=response.json()["candidate_id"]
+        ).proposal["action"]
+    assert _survivors(stored) == []
+
+
+def test_every_corpus_shape_is_redacted_in_a_session_note(api: Any) -> None:
+    stored: dict[str, str] = {}
+    for n, sample in enumerate(CORPUS):
+        body = {"scope_id": SCOPE, "session_id": "s-1", "path": f"note-{n}.md", "content": sample.text}
+        response = api.post("/v1/sessions/notes/write", body)
+        assert response.status_code == 200, (sample.shape, response.content)
+        stored[str(n)] = SessionNoteVersion.objects.get(note__path=f"note-{n}.md").content
+    assert _survivors(stored) == []
+
+
+def test_every_corpus_shape_is_redacted_in_source_content_and_metadata(api: Any) -> None:
+    content: dict[str, str] = {}
+    metadata: dict[str, str] = {}
+    for n, sample in enumerate(CORPUS):
+        body = {
+            "scope_id": SCOPE,
+            "source_id": f"src-{n}",
+            "content": sample.text,
+            "metadata": {"command": sample.text, "session_id": "s-1"},
+        }
+        response = api.post("/v1/sources/content", body)
+        assert response.status_code == 202, (sample.shape, response.content)
+        row = Source.objects.get(scope_id=SCOPE, source_id=f"src-{n}")
+        content[str(n)], metadata[str(n)] = row.content, row.metadata["command"]
+    assert _survivors(content) == []
+    assert _survivors(metadata) == []
