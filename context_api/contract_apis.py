@@ -22,6 +22,7 @@ ADDENDUM_PATHS = (
     CONTRACT_DIR / "powercontext-pipeline.openapi.yaml",
     CONTRACT_DIR / "powercontext-recovery.openapi.yaml",
     CONTRACT_DIR / "powercontext-feedback.openapi.yaml",
+    CONTRACT_DIR / "powercontext-review.openapi.yaml",
 )
 
 

@@ -84,6 +84,23 @@ def candidate(candidate: Candidate) -> dict[str, Any]:
     }
 
 
+def thread_entry(entry: Any) -> dict[str, Any]:
+    """One reviewer entry of a candidate's thread (``review.selectors.thread.ThreadComment``)."""
+    return {
+        "kind": entry.kind,
+        "version": entry.version,
+        "comment": entry.comment,
+        "field_comments": {field.name: field.text for field in entry.fields},
+        "created_at": entry.at.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def candidate_thread(candidate_row: Candidate, thread: list[Any]) -> dict[str, Any]:
+    """The wire ``ArtifactCandidateThread``: the candidate (its status may be
+    ``changes_requested``) and its thread, oldest first."""
+    return {"candidate": candidate(candidate_row), "thread": [thread_entry(entry) for entry in thread]}
+
+
 def artifact_revision(revision: ArtifactRevision) -> dict[str, Any]:
     """The wire body of ``get_experience`` / ``get_skill``."""
     return {

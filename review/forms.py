@@ -150,7 +150,9 @@ class BulkForm(forms.Form):
     """One decision for several queue rows: the selected ``item``s, or all rows matching the
     queue's filters as the reviewer saw them at ``seen`` (posted as epoch microseconds)."""
 
-    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    decision = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("reject", "Reject"), ("request_changes", "Request changes")]
+    )
     reason = TextField(max_length=REASON_MAX, required=False)
     item = ItemsField(required=False)
     all_matching = forms.BooleanField(required=False)
@@ -162,6 +164,8 @@ class BulkForm(forms.Form):
         cleaned = super().clean() or {}
         if cleaned.get("decision") == "reject" and not cleaned.get("reason"):
             self.add_error("reason", "A reason is required to reject.")
+        if cleaned.get("decision") == "request_changes" and not cleaned.get("reason"):
+            self.add_error("reason", "A comment is required to request changes.")
         if cleaned.get("all_matching"):
             if cleaned.get("seen") is None:
                 self.add_error(None, "The selection is malformed; reload the queue.")
@@ -248,3 +252,34 @@ def revise_form(spec: families.FamilySpec) -> type[ReviseForm]:
 REVISE_FORMS: dict[str, type[ReviseForm]] = {
     name: revise_form(spec) for name, spec in families.PROPOSAL_FAMILIES.items()
 }
+
+
+# Per-field comments of a change request: one optional text per proposal field, of any family
+# (the service refuses a field the candidate's family does not have).
+FIELD_COMMENT_NAMES = tuple(
+    dict.fromkeys(name for spec in families.PROPOSAL_FAMILIES.values() for name in spec.field_names)
+)
+
+
+class ChangesForm(forms.Form):
+    """Request changes (or comment without a decision): the version the reviewer saw, the
+    required comment, and optional comments on single fields (posted as ``field_<name>``)."""
+
+    expected_version = _version_field()
+    comment = TextField(
+        max_length=REASON_MAX,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        error_messages={"required": "A comment is required."},
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in FIELD_COMMENT_NAMES:
+            self.fields[f"field_{name}"] = TextField(max_length=REASON_MAX, required=False)
+
+    def field_comments(self) -> dict[str, str]:
+        return {
+            name: text
+            for name in FIELD_COMMENT_NAMES
+            if (text := self.cleaned_data.get(f"field_{name}") or "")
+        }

@@ -14,7 +14,10 @@ class Candidate(models.Model):
     """The head of one candidate: its family, status and current version.
 
     Lifecycle: pending -> (revise -> pending, version + 1)* -> approved | rejected. Terminal
-    states are final. The version moves only by compare-and-swap.
+    states are final. A reviewer may also request changes (pending -> changes_requested, out of
+    the queue); the proposer's answer is the next version (-> pending, same candidate, same place
+    in the queue), and an Undo of the request returns it to pending unchanged
+    (``review.services.changes``). The version moves only by compare-and-swap.
     """
 
     class Family(models.TextChoices):
@@ -25,11 +28,12 @@ class Candidate(models.Model):
         PENDING = "pending"
         APPROVED = "approved"
         REJECTED = "rejected"
+        CHANGES_REQUESTED = "changes_requested"
 
     scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH)
     candidate_id = models.CharField(max_length=ID_MAX_LENGTH)
     family = models.CharField(max_length=16, choices=Family.choices)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.PENDING)
     version = models.PositiveIntegerField(default=1)
     latest = models.ForeignKey(
         "CandidateVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -171,14 +175,24 @@ class ReviewAction(models.Model):
       same content (``reopened_as``); the rejected one and its ``ReviewDecision`` stay as they were.
     - ``retired``: an approved Experience/Skill left recall at ``revision`` (history kept).
     - ``reverted``: an approved artifact got ``revision``, a copy of ``reverted_to``'s content.
+
+    The review thread of a candidate (``review.services.changes``), each on ``candidate_version``,
+    its comment in ``reason`` and per-field comments in ``field_comments`` (both redacted):
+
+    - ``changes_requested``: the candidate left the queue until its proposer answers with the next
+      version; ``commented``: a comment without a decision; ``changes_withdrawn``: the reviewer
+      undid a change request (back to pending, unchanged).
     """
 
     class Action(models.TextChoices):
         REOPENED = "reopened"
         RETIRED = "retired"
         REVERTED = "reverted"
+        CHANGES_REQUESTED = "changes_requested"
+        COMMENTED = "commented"
+        CHANGES_WITHDRAWN = "changes_withdrawn"
 
-    action = models.CharField(max_length=16, choices=Action.choices)
+    action = models.CharField(max_length=24, choices=Action.choices)
     candidate = models.ForeignKey(
         Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="actions"
     )
@@ -191,10 +205,16 @@ class ReviewAction(models.Model):
     reopened_as = models.ForeignKey(
         Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="reopened_from"
     )
+    # A change request's or a comment's per-field comments: {proposal field name: comment}.
+    field_comments = models.JSONField(null=True, blank=True)
     acted_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["acted_at"], name="review_action_acted")]
+        indexes = [
+            models.Index(fields=["acted_at"], name="review_action_acted"),
+            # A candidate's thread, oldest first.
+            models.Index(fields=["candidate", "acted_at"], name="review_action_thread"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} by #{self.reviewer_id}"

@@ -25,7 +25,13 @@ EXAMPLES = ROOT / "scripts" / "api_examples.yaml"
 OUTPUT = ROOT / "docs" / "api.md"
 METHODS = ("get", "post")
 # Operations that need a reviewer's token in every mode (context_api/operations/review.py).
-REVIEWER_OPERATIONS = {"approve_artifact_candidate", "reject_artifact_candidate", "revise_artifact_candidate"}
+REVIEWER_OPERATIONS = {
+    "approve_artifact_candidate",
+    "reject_artifact_candidate",
+    "revise_artifact_candidate",
+    "request_changes_artifact_candidate",
+    "comment_artifact_candidate",
+}
 
 INTRO = """\
 # HTTP API
@@ -36,8 +42,9 @@ INTRO = """\
 Every operation the server implements, as served at `GET /v1/openapi.json` (the repository's
 `context_api/contract/powercontext.openapi.yaml` with the pipeline addendum
 `context_api/contract/powercontext-pipeline.openapi.yaml`, the session recovery addendum
-`context_api/contract/powercontext-recovery.openapi.yaml` and the feedback addendum
-`context_api/contract/powercontext-feedback.openapi.yaml` merged in). `GET /v1/docs` renders the
+`context_api/contract/powercontext-recovery.openapi.yaml`, the feedback addendum
+`context_api/contract/powercontext-feedback.openapi.yaml` and the review thread addendum
+`context_api/contract/powercontext-review.openapi.yaml` merged in). `GET /v1/docs` renders the
 same document in the browser. The examples were recorded from a real session; ids are shortened
 placeholders. A test fails when an operation has no example, when an example does not validate
 against its schemas, or when this page is older than the contract.
@@ -51,9 +58,9 @@ against its schemas, or when this page is older than the contract.
   `422 invalid_request` with `details.errors = [{loc, msg, type}]`.
 - **Tokens**: `Authorization: Bearer <token>` (`manage.py create_api_token`, see
   [reviewers.md](reviewers.md)). Optional unless `POWERCONTEXT_REQUIRE_TOKEN=true` (the default in
-  service mode); a wrong token is always `401`. Approve, reject and revise need a reviewer's token
-  in every mode; flush an operator's or a reviewer's token when a token is sent (an agent token
-  is `403 forbidden`). Every other operation takes any token, an agent's included: retiring a
+  service mode); a wrong token is always `401`. Approve, reject, revise, request changes and
+  comment need a reviewer's token in every mode; flush an operator's or a reviewer's token when a
+  token is sent (an agent token is `403 forbidden`). Every other operation takes any token, an agent's included: retiring a
   Memory entry writes a new revision and deletes nothing. A token made with `--scope` reaches only
   those scopes (`403 scope_forbidden` elsewhere). With `POWERCONTEXT_REVIEW_FOUR_EYES=true`,
   approving a candidate the token's user wrote a version of is `403 self_approval_forbidden`.

@@ -283,6 +283,77 @@ class _Operations(RecoveryOperations[ResultT]):
             },
         )
 
+    def request_changes_artifact_candidate(
+        self,
+        *,
+        scope_id: str,
+        candidate_id: str,
+        expected_version: int,
+        comment: str,
+        field_comments: Mapping[str, str] | None = None,
+    ) -> ResultT:
+        return self._call(
+            "request_changes_artifact_candidate",
+            {
+                "scope_id": scope_id,
+                "candidate_id": candidate_id,
+                "expected_version": expected_version,
+                "comment": comment,
+                "field_comments": dict(field_comments) if field_comments is not None else None,
+            },
+        )
+
+    def comment_artifact_candidate(
+        self,
+        *,
+        scope_id: str,
+        candidate_id: str,
+        expected_version: int,
+        comment: str,
+        field_comments: Mapping[str, str] | None = None,
+    ) -> ResultT:
+        return self._call(
+            "comment_artifact_candidate",
+            {
+                "scope_id": scope_id,
+                "candidate_id": candidate_id,
+                "expected_version": expected_version,
+                "comment": comment,
+                "field_comments": dict(field_comments) if field_comments is not None else None,
+            },
+        )
+
+    def get_artifact_candidate_thread(self, *, scope_id: str, candidate_id: str) -> ResultT:
+        return self._call(
+            "get_artifact_candidate_thread", {"scope_id": scope_id, "candidate_id": candidate_id}
+        )
+
+    def answer_artifact_candidate(
+        self,
+        *,
+        scope_id: str,
+        candidate_id: str,
+        expected_version: int,
+        proposal: Mapping[str, Any],
+        source_refs: Sequence[Mapping[str, Any]] | None = None,
+        artifact_refs: Sequence[Mapping[str, Any]] | None = None,
+        target: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ResultT:
+        return self._call(
+            "answer_artifact_candidate",
+            {
+                "scope_id": scope_id,
+                "candidate_id": candidate_id,
+                "expected_version": expected_version,
+                "proposal": proposal,
+                "source_refs": _as_list(source_refs),
+                "artifact_refs": _as_list(artifact_refs),
+                "target": target,
+                "reason": reason,
+            },
+        )
+
     def revise_artifact_candidate(
         self,
         *,

@@ -67,6 +67,10 @@ OPERATIONS: dict[str, Operation] = {
     "read_session_history": Operation("POST", "/v1/sessions/history/read", 200),
     "get_recovery_hint": Operation("POST", "/v1/sessions/hint", 200),
     "report_context_feedback": Operation("POST", "/v1/context/feedback", 200),
+    "request_changes_artifact_candidate": Operation("POST", "/v1/artifact-candidates/request-changes", 200),
+    "comment_artifact_candidate": Operation("POST", "/v1/artifact-candidates/comment", 200),
+    "get_artifact_candidate_thread": Operation("POST", "/v1/artifact-candidates/thread", 200),
+    "answer_artifact_candidate": Operation("POST", "/v1/artifact-candidates/answer", 201),
 }
 
 

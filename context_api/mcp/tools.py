@@ -2,8 +2,8 @@
 
 Every contract operation is a tool of the same name, except ``prepare_context`` (RFC 0028: the
 prepared context is delivered by the provider hook before the turn, never chosen by the model),
-the reviewer decisions (approve / reject / revise a candidate: a human decides in the Review
-Inbox, never an agent through MCP) and the operator operations (``flush_memory``: it runs the
+the reviewer operations (approve / reject / revise / request changes / comment: a human decides
+in the Review Inbox, never an agent through MCP) and the operator operations (``flush_memory``: it runs the
 background pipeline). So every listed tool is one an agent token may call (within its scopes):
 the list never offers a tool its role is refused. A call authorizes and runs the operation
 exactly as the REST view does (``Operation.authorize`` then ``Operation.call``); any error the

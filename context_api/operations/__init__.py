@@ -3,7 +3,7 @@ renderer. The DRF views (``context_api.apis``) and the MCP tools serve exactly t
 
 from __future__ import annotations
 
-from context_api.operations import feedback, memory, pipeline, recovery, review
+from context_api.operations import changes, feedback, memory, pipeline, recovery, review
 from context_api.operations.base import Caller, Operation
 
 OPERATIONS: dict[str, Operation] = {
@@ -13,6 +13,7 @@ OPERATIONS: dict[str, Operation] = {
         *feedback.OPERATIONS,
         *pipeline.OPERATIONS,
         *review.OPERATIONS,
+        *changes.OPERATIONS,
         *recovery.OPERATIONS,
     )
 }

@@ -8,6 +8,8 @@ from powercontext.core.models import Artifact
 from review.models import Candidate, ReviewAction
 from review.selectors.governance import four_eyes_enabled
 
+TAKE_BACK = (ReviewAction.Action.REOPENED, ReviewAction.Action.RETIRED, ReviewAction.Action.REVERTED)
+
 
 @dataclass(frozen=True)
 class TakeBack:
@@ -23,7 +25,10 @@ class TakeBack:
 
 
 def take_back(candidate: Candidate) -> TakeBack:
-    actions = ReviewAction.objects.filter(candidate=candidate).select_related("reviewer", "artifact")
+    # The review thread's entries (request changes, comments) are shown in the thread instead.
+    actions = ReviewAction.objects.filter(candidate=candidate, action__in=TAKE_BACK).select_related(
+        "reviewer", "artifact"
+    )
     head = None
     revert_to: tuple[int, ...] = ()
     if candidate.status == Candidate.Status.APPROVED and candidate.result_head_id is not None:

@@ -56,8 +56,9 @@ SORTS: dict[str, Sort] = {
 
 def sort_keys(status: str) -> tuple[str, ...]:
     """The sorts offered for a status, the default first: pending work waits in line, decided
-    candidates read by decision time."""
-    if status == Candidate.Status.PENDING:
+    candidates read by decision time; those waiting for their proposer's answer (no decision
+    yet) line up like pending work."""
+    if status in (Candidate.Status.PENDING, Candidate.Status.CHANGES_REQUESTED):
         return ("waiting", "newest", "scope")
     return ("decided", "newest", "waiting", "scope")
 

@@ -19,6 +19,7 @@ from review.views.candidate import (
     candidate_reject,
     candidate_revise,
 )
+from review.views.changes import candidate_comment, candidate_request_changes, changes_undo
 from review.views.claims import candidate_claim, candidate_unclaim
 from review.views.conflict import candidate_merge
 from review.views.listing import queue, queue_bulk
@@ -37,6 +38,7 @@ from review.views.undo import decisions_undo
 __all__ = [
     "candidate_approve",
     "candidate_claim",
+    "candidate_comment",
     "candidate_detail",
     "candidate_history",
     "candidate_merge",
@@ -45,11 +47,13 @@ __all__ = [
     "candidate_rebase",
     "candidate_reject",
     "candidate_reopen",
+    "candidate_request_changes",
     "candidate_retire",
     "candidate_revert",
     "candidate_revise",
     "candidate_unclaim",
     "candidate_viewing",
+    "changes_undo",
     "decisions_undo",
     "queue",
     "queue_bulk",

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from powercontext.core.exceptions import ArtifactConflict, CandidateTerminal, Conflict, InvalidRequest
 from review import services
-from review.forms import REVISE_FORMS, ApproveForm, RebaseForm, RejectForm, add_service_errors
+from review.forms import REVISE_FORMS, ApproveForm, ChangesForm, RebaseForm, RejectForm, add_service_errors
 from review.models import Candidate
 from review.selectors import actions as action_selectors
 from review.selectors import candidate as candidate_selectors
@@ -25,6 +25,8 @@ from review.selectors import governance as governance_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import similar as similar_selectors
+from review.selectors import thread as thread_selectors
+from review.services import changes as changes_service
 from review.services import undo as undo_service
 from review.views import sharing
 from review.views.common import (
@@ -75,6 +77,7 @@ def _candidate_context(
     initial = {"expected_version": candidate.version}
     approve_form = approve_form or unstash_form(request, candidate.pk, "approve", ApproveForm)
     reject_form = reject_form or unstash_form(request, candidate.pk, "reject", RejectForm)
+    changes_form = unstash_form(request, candidate.pk, "changes", ChangesForm) or ChangesForm(initial=initial)
     return {
         "candidate": summary,
         "evidence": evidence,
@@ -92,6 +95,16 @@ def _candidate_context(
         "similar": similar_selectors.candidate_similar(candidate),
         "take_back": action_selectors.take_back(candidate),
         "undo_here": can_review(request) and undo_service.undo_offered(candidate, reviewer_of(request)),
+        # The review thread (request changes, comments, the answers with their diffs).
+        "thread": thread_selectors.thread_steps(candidate),
+        "changes_form": changes_form,
+        "changes_fields": [
+            (name, label, changes_form[f"field_{name}"].value() or "")
+            for name, label in candidate_selectors.labels(candidate.family)
+        ],
+        "changes_undo": can_review(request)
+        and candidate.status == Candidate.Status.CHANGES_REQUESTED
+        and changes_service.changes_undo_offered(candidate, reviewer_of(request)),
         **governance_selectors.page_context(candidate, request.user),
     }
 

@@ -33,12 +33,15 @@ from review.views.common import (
 OFFER_KEY = "review:undo-offer"
 
 
-def offer_undo(request: HttpRequest, candidate_pks: list[int], label: str, qs: str) -> None:
+def offer_undo(
+    request: HttpRequest, candidate_pks: list[int], label: str, qs: str, *, url: str | None = None
+) -> None:
     """Offer Undo of these just-taken decisions on the next page shown (replacing any earlier
-    offer). ``label`` is built by the caller from fixed words and numbers only."""
+    offer). ``label`` is built by the caller from fixed words and numbers only; ``url`` is where
+    the Undo posts (default: ``review:undo``; a change request's: ``review:changes-undo``)."""
     if not candidate_pks or settings.POWERCONTEXT_REVIEW_UNDO_MINUTES <= 0:
         return
-    request.session[OFFER_KEY] = {"pks": list(candidate_pks), "label": label, "qs": qs}
+    request.session[OFFER_KEY] = {"pks": list(candidate_pks), "label": label, "qs": qs, "url": url}
 
 
 def take_offer(request: HttpRequest) -> dict[str, Any] | None:

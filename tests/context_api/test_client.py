@@ -303,6 +303,63 @@ CASES: list[tuple[str, dict[str, Any], str, str, Any, int]] = [
         },
         200,
     ),
+    (
+        "request_changes_artifact_candidate",
+        {
+            "scope_id": "s",
+            "candidate_id": "cand_1",
+            "expected_version": 1,
+            "comment": "c",
+            "field_comments": {"action": "a"},
+        },
+        "POST",
+        "/v1/artifact-candidates/request-changes",
+        {
+            "scope_id": "s",
+            "candidate_id": "cand_1",
+            "expected_version": 1,
+            "comment": "c",
+            "field_comments": {"action": "a"},
+        },
+        200,
+    ),
+    (
+        "comment_artifact_candidate",
+        {"scope_id": "s", "candidate_id": "cand_1", "expected_version": 1, "comment": "c"},
+        "POST",
+        "/v1/artifact-candidates/comment",
+        {"scope_id": "s", "candidate_id": "cand_1", "expected_version": 1, "comment": "c"},
+        200,
+    ),
+    (
+        "get_artifact_candidate_thread",
+        {"scope_id": "s", "candidate_id": "cand_1"},
+        "POST",
+        "/v1/artifact-candidates/thread",
+        {"scope_id": "s", "candidate_id": "cand_1"},
+        200,
+    ),
+    (
+        "answer_artifact_candidate",
+        {
+            "scope_id": "s",
+            "candidate_id": "cand_1",
+            "expected_version": 1,
+            "proposal": SKILL,
+            "artifact_refs": [ARTIFACT],
+        },
+        "POST",
+        "/v1/artifact-candidates/answer",
+        {
+            "scope_id": "s",
+            "candidate_id": "cand_1",
+            "expected_version": 1,
+            "proposal": SKILL,
+            "source_refs": [],
+            "artifact_refs": [ARTIFACT],
+        },
+        201,
+    ),
 ]
 
 SESSION = {"scope_id": "s", "session_id": "sess"}
@@ -370,7 +427,7 @@ CASES += [
 
 def test_every_contract_operation_is_covered():
     assert {case[0] for case in CASES} == set(OPERATIONS)
-    assert len(OPERATIONS) == 32
+    assert len(OPERATIONS) == 36
 
 
 @pytest.mark.parametrize(

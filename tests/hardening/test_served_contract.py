@@ -34,10 +34,14 @@ SHARED_CONTRACT = next(
 )
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 # This repository's own addenda (no shared counterpart): session recovery state (seed 004 R-004)
-# and feedback (issue 30).
+# feedback (issue 30) and the review thread (issue 32).
 OWN_ADDENDA = tuple(
     Path(settings.BASE_DIR) / "context_api" / "contract" / name
-    for name in ("powercontext-recovery.openapi.yaml", "powercontext-feedback.openapi.yaml")
+    for name in (
+        "powercontext-recovery.openapi.yaml",
+        "powercontext-feedback.openapi.yaml",
+        "powercontext-review.openapi.yaml",
+    )
 )
 
 

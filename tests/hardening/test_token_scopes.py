@@ -74,6 +74,10 @@ def _body(op: str, scope_id: str) -> dict[str, Any]:
         "read_session_history": {"session_id": "s", "from_position": 1},
         "get_recovery_hint": {"session_id": "s"},
         "report_context_feedback": {"items": [{"citation": citation, "outcome": "used"}]},
+        "request_changes_artifact_candidate": {**candidate, "comment": "c"},
+        "comment_artifact_candidate": {**candidate, "comment": "c"},
+        "get_artifact_candidate_thread": {"candidate_id": "c1"},
+        "answer_artifact_candidate": {**candidate, "proposal": experience_proposal(), **evidence},
     }
     return {"scope_id": scope_id, **bodies[op]}
 
@@ -83,7 +87,7 @@ SCOPED_OPERATIONS = sorted(op for op in OPERATIONS if "scope_id" in OPERATIONS[o
 
 
 def test_every_scoped_operation_is_covered() -> None:
-    assert len(SCOPED_OPERATIONS) == 29
+    assert len(SCOPED_OPERATIONS) == 33
 
 
 def _send(api: Any, op: str, scope_id: str) -> Any:

@@ -48,12 +48,16 @@ TOOLS = {
     "read_session_history",
     "get_recovery_hint",
     "report_context_feedback",
+    "get_artifact_candidate_thread",
+    "answer_artifact_candidate",
 }
 NEVER_TOOLS = {
     "prepare_context",
     "approve_artifact_candidate",
     "reject_artifact_candidate",
     "revise_artifact_candidate",
+    "request_changes_artifact_candidate",
+    "comment_artifact_candidate",
 }
 
 
@@ -92,7 +96,7 @@ def test_it_initializes_and_lists_exactly_the_contract_tools(gunicorn_url: str) 
     assert initialized.server_info.name == "powercontext"
     assert initialized.capabilities.tools is not None
     by_name = {tool.name: tool for tool in listed.tools}
-    assert set(by_name) == TOOLS and len(listed.tools) == 23
+    assert set(by_name) == TOOLS and len(listed.tools) == 25
     assert not NEVER_TOOLS & set(by_name)
     for tool in listed.tools:
         assert tool.input_schema["type"] == "object"
