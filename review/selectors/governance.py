@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
 
+from powercontext.core.models import ApiToken, Source, owner_key
 from review.models import Candidate, CandidateVersion, ReviewAction, ReviewDecision
 
 REVIEW_PERMISSION = ("review", "review_candidate")
@@ -59,6 +60,37 @@ def self_approval_versions(candidate_pk: int, user_id: int | None) -> list[int]:
     if not four_eyes_enabled():
         return []
     return versions_written_by(candidate_pk, user_id)
+
+
+def sources_captured_by(candidate: Candidate, user_id: int | None) -> list[str]:
+    """The source ids among the latest version's evidence that ``user_id`` captured, with any of
+    her tokens (``Source.captured_by``), sorted: a candidate the pipeline drew from her own
+    capture holds text she wrote, though no version names her (issue 32)."""
+    latest = candidate.latest
+    if user_id is None or latest is None or not latest.source_refs:
+        return []
+    captors = [owner_key(token) for token in ApiToken.objects.filter(user_id=user_id).only("pk")]
+    if not captors:
+        return []
+    wanted = Q()
+    for ref in latest.source_refs:
+        wanted |= Q(source_type=ref["name"], source_id=ref["source_id"])
+    rows = Source.objects.filter(wanted, scope_id=candidate.scope_id, captured_by__in=captors)
+    return sorted(set(rows.values_list("source_id", flat=True)))
+
+
+def self_approval(candidate: Candidate, user_id: int | None) -> dict[str, list[Any]]:
+    """Why four-eyes review stops ``user_id`` approving ``candidate`` (empty: nothing does, or
+    the setting is off): ``versions`` she wrote (or whose text she wrote, ``versions_written_by``)
+    and evidence ``sources`` she captured."""
+    if not four_eyes_enabled():
+        return {}
+    found: dict[str, list[Any]] = {}
+    if versions := versions_written_by(candidate.pk, user_id):
+        found["versions"] = versions
+    if sources := sources_captured_by(candidate, user_id):
+        found["sources"] = sources
+    return found
 
 
 # What wrote a version, as the audit names it.
@@ -163,12 +195,25 @@ def decision_audit(candidate: Candidate, user: Any) -> DecisionAudit | None:
     return DecisionAudit(decision.pk, decision.version, author, audit_url, history_url)
 
 
-def approve_refusal(candidate: Candidate, user: Any) -> list[int]:
-    """The versions of a pending candidate that stop ``user`` approving it under four-eyes
-    review (empty: she may approve, or the setting is off; no query then)."""
+def self_approval_why(found: dict[str, list[Any]]) -> str:
+    """``self_approval``'s findings in words ("you wrote version 1 of it and you captured the
+    source s-1 it cites"); empty when there are none."""
+    parts = []
+    if versions := found.get("versions"):
+        plural = "s" if len(versions) > 1 else ""
+        parts.append(f"you wrote version{plural} {', '.join(str(v) for v in versions)} of it")
+    if sources := found.get("sources"):
+        plural = "s" if len(sources) > 1 else ""
+        parts.append(f"you captured the source{plural} {', '.join(sources)} it cites")
+    return " and ".join(parts)
+
+
+def approve_refusal(candidate: Candidate, user: Any) -> dict[str, list[Any]]:
+    """What stops ``user`` approving a pending candidate under four-eyes review
+    (``self_approval``; empty: she may approve, or the setting is off; no query then)."""
     if candidate.status != Candidate.Status.PENDING:
-        return []
-    return self_approval_versions(candidate.pk, getattr(user, "pk", None))
+        return {}
+    return self_approval(candidate, getattr(user, "pk", None))
 
 
 def page_context(candidate: Candidate, user: Any, *, history: bool = False) -> dict[str, Any]:
@@ -180,6 +225,7 @@ def page_context(candidate: Candidate, user: Any, *, history: bool = False) -> d
         context["authors"] = version_authors(candidate)
     else:
         context["self_approval"] = approve_refusal(candidate, user)
+        context["self_approval_why"] = self_approval_why(context["self_approval"])
     return context
 
 

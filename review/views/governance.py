@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.html import format_html
 
+from review.selectors.governance import self_approval_why
 from review.services.governance import SelfApprovalForbidden
 
 __all__ = ["SelfApprovalForbidden", "self_approval_refused"]
@@ -16,15 +17,14 @@ def self_approval_refused(
 ) -> HttpResponse:
     """Nothing was written: say why on the candidate's page (POST/redirect/GET), whose Approve
     button then says why it is unavailable."""
-    versions = ", ".join(str(v) for v in (exc.details or {}).get("versions", []))
     messages.error(
         request,
         format_html(
-            'Candidate <a href="{}">#{}</a> was not approved: four-eyes review is on and you wrote '
-            "version {} of it, so another reviewer must approve it.",
+            'Candidate <a href="{}">#{}</a> was not approved: four-eyes review is on and {}, so '
+            "another reviewer must approve it.",
             url,
             pk,
-            versions,
+            self_approval_why(exc.details or {}),
         ),
         extra_tags=SelfApprovalForbidden.code,
     )

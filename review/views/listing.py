@@ -93,7 +93,7 @@ CONFLICT_WORDS = {
     "candidate_terminal": "already decided",
     "artifact_conflict": "its target moved on",
     "candidate_not_found": "no longer exists",
-    "self_approval_forbidden": "you wrote a version of it: four-eyes review needs another reviewer",
+    "self_approval_forbidden": "you wrote some of its text or captured its evidence: four-eyes review needs another reviewer",
 }
 HELD_WORDS = {
     "flagged": "hidden characters or text",

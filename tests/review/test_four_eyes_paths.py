@@ -281,3 +281,27 @@ def test_four_eyes_without_tokens_refuses_to_start() -> None:
     env["POWERCONTEXT_REQUIRE_TOKEN"] = "true"
     ok = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_reviewer_may_not_approve_what_the_pipeline_drew_from_her_own_capture(
+    four_eyes: None, api: Any, reviewer: User, second: User
+) -> None:
+    """Her token captured the source; the pipeline proposed from it with no author account."""
+    token, _ = create_token(reviewer.username, reviewer=True)
+    api.token = token
+    captured = api.post(
+        "/v1/sources/content",
+        {
+            "scope_id": "repo",
+            "source_id": "s-mine",
+            "content": "Always pin the resolver before chasing flakes.",
+        },
+    )
+    assert captured.status_code == 202, captured.content
+    candidate = make_candidate(source_refs=[{"name": "content", "source_id": "s-mine"}])
+    assert candidate.latest.created_by is None
+    with pytest.raises(services.SelfApprovalForbidden) as caught:
+        approve(candidate, reviewer)
+    assert caught.value.details == {"sources": ["s-mine"]}
+    assert "you captured the source s-mine it cites" in caught.value.message
+    assert approve(candidate, second).status == Candidate.Status.APPROVED

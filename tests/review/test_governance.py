@@ -153,7 +153,7 @@ def test_on_the_approve_button_says_why_it_is_unavailable(
 ) -> None:
     candidate = revise(make_candidate(), reviewer, lesson="My own wording.")
     page = client_for(reviewer).get(reverse("review:candidate", args=[candidate.pk])).content.decode()
-    assert "data-four-eyes" in page and "you wrote version 2 of this candidate" in page
+    assert "data-four-eyes" in page and "you wrote version 2 of it" in page
     assert 'disabled aria-describedby="approve-four-eyes"' in page
     other = client_for(second).get(reverse("review:candidate", args=[candidate.pk])).content.decode()
     assert "data-four-eyes" not in other and 'data-key="a"' in other
@@ -189,7 +189,9 @@ def test_on_bulk_approve_in_the_queue_reports_the_left_out_item(four_eyes: None,
     )
     page = client.get(response["Location"]).content.decode()
     assert "1 approved, 1 conflict:" in page
-    assert "you wrote a version of it: four-eyes review needs another reviewer" in page
+    assert (
+        "you wrote some of its text or captured its evidence: four-eyes review needs another reviewer" in page
+    )
     assert Candidate.objects.get(pk=mine.pk).status == Candidate.Status.PENDING
 
 

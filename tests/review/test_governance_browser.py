@@ -45,7 +45,7 @@ def test_four_eyes_refuses_the_writer_and_the_audit_shows_who_wrote_and_who_appr
         approve = alice.locator("#approve-form button[type=submit]")
         expect(approve).to_be_disabled()
         expect(alice.locator("[data-four-eyes]")).to_contain_text(
-            "four-eyes review is on and you wrote version 2 of this candidate"
+            "four-eyes review is on and you wrote version 2 of it"
         )
         _shot(alice, "60-four-eyes-button")
         # A page that still offered the button (opened before the setting, say): the server refuses.

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.test import Client
 
 from powercontext.core.models import LOCAL_OWNER, ScopeState, Source
+from powercontext.memory.sources import source_capture
 from powercontext.recovery import history, selectors, services
 from powercontext.recovery.text import LineSearch
 
@@ -57,6 +58,9 @@ class Command(BaseCommand):
         parser.add_argument("--appends", type=int, default=1000)
         parser.add_argument("--hints", type=int, default=200)
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--heavy-sources", type=int, default=14, help="captured sources of 200 KB in a second session"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         rng = random.Random(options["seed"])
@@ -176,8 +180,48 @@ class Command(BaseCommand):
             "history_read_16000_bytes": _ms(reads),
             "history_search_full_session": _ms(searches),
             "note_search_1000_notes": _ms(note_search),
+            **self._heavy(scope, options["heavy_sources"], post),
         }
         self.stdout.write(json.dumps(report, indent=2))
+
+    @staticmethod
+    def _heavy(scope: str, count: int, post: Callable[[str, dict[str, Any]], None]) -> dict[str, Any]:
+        """Issue 33: a session of ``count`` sources of 200 KB each, captured through the real
+        capture path (redacted once, there), then listed and searched through /v1; the reads run
+        no detector, so they cost what they return."""
+        heavy = "bench-heavy-session"
+        line = "The deploy job copied the staging dump and restarted the workers one by one.\n"
+        body = line * (200_000 // len(line))
+        capture = [
+            _time(
+                lambda n=n: source_capture(
+                    scope_id=scope,
+                    source_id=f"heavy-{n}",
+                    content=f"{body}needle-{n % 5}\n",
+                    metadata={"session_id": heavy, "kind": "prompt"},
+                )
+            )
+            for n in range(count)
+        ]
+        ids = {"scope_id": scope, "session_id": heavy}
+        listed = [_time(lambda: post("/v1/sessions/history/list", ids)) for _ in range(10)]
+        found = [
+            _time(lambda: post("/v1/sessions/history/search", {**ids, "query": "needle-3"}))
+            for _ in range(10)
+        ]
+        folded = [
+            _time(
+                lambda: post("/v1/sessions/history/search", {**ids, "query": "NEEDLE-3", "ignore_case": True})
+            )
+            for _ in range(10)
+        ]
+        return {
+            "heavy_session_sources": count,
+            "heavy_capture_200kb": _ms(capture),
+            "heavy_history_list_via_v1": _ms(listed),
+            "heavy_history_search_via_v1": _ms(found),
+            "heavy_history_search_ignore_case_via_v1": _ms(folded),
+        }
 
     def _sources(self, scope: str, count: int, noise: int, rng: random.Random) -> None:
         """The session's sources interleaved with other sessions', positions 1..count+noise."""
