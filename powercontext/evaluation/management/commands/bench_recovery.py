@@ -192,17 +192,16 @@ class Command(BaseCommand):
         heavy = "bench-heavy-session"
         line = "The deploy job copied the staging dump and restarted the workers one by one.\n"
         body = line * (200_000 // len(line))
-        capture = [
-            _time(
-                lambda n=n: source_capture(
-                    scope_id=scope,
-                    source_id=f"heavy-{n}",
-                    content=f"{body}needle-{n % 5}\n",
-                    metadata={"session_id": heavy, "kind": "prompt"},
-                )
+
+        def capture_one(n: int) -> Callable[[], Any]:
+            return lambda: source_capture(
+                scope_id=scope,
+                source_id=f"heavy-{n}",
+                content=f"{body}needle-{n % 5}\n",
+                metadata={"session_id": heavy, "kind": "prompt"},
             )
-            for n in range(count)
-        ]
+
+        capture = [_time(capture_one(n)) for n in range(count)]
         ids = {"scope_id": scope, "session_id": heavy}
         listed = [_time(lambda: post("/v1/sessions/history/list", ids)) for _ in range(10)]
         found = [
