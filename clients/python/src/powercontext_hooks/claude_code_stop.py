@@ -9,9 +9,16 @@ from __future__ import annotations
 import sys
 
 if __package__:
-    from .codex_stop import CLAUDE_CODE, main
+    from . import codex_stop as hook
 else:  # run as a script: its folder is on sys.path
-    from codex_stop import CLAUDE_CODE, main  # type: ignore[import-not-found, no-redef]
+    import codex_stop as hook  # type: ignore[import-not-found, no-redef]
+
+
+def main() -> int:
+    """The console script's entry point: the shared hook, named for Claude Code."""
+
+    return hook.main(hook.CLAUDE_CODE)
+
 
 if __name__ == "__main__":
-    sys.exit(main(CLAUDE_CODE))
+    sys.exit(main())

@@ -2,11 +2,13 @@
 """Codex ``Stop`` hook: report which items of the turn's prepared context the agent used.
 Claude Code runs the same hook through ``claude_code_stop.py``.
 
-Run by Codex with the Stop hook input JSON on stdin::
+Run by Codex with the Stop hook input JSON on stdin, as the console script of the
+``powercontext-client`` package or as a plain script from a checkout::
 
-    python3 context_api/hooks/codex_stop.py < stop-input.json
+    powercontext-codex-stop-hook < stop-input.json
+    python3 clients/python/src/powercontext_hooks/codex_stop.py < stop-input.json
 
-Standard library only, so it runs with any ``python3`` and needs no virtualenv.
+Standard library only, so the script runs with any ``python3`` and needs no virtualenv.
 
 Behaviour (see ``docs/agents/codex-hook.md``):
 

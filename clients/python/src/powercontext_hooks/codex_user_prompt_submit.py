@@ -2,11 +2,13 @@
 """Codex ``UserPromptSubmit`` hook: ask PowerContext for prepared context and inject it unchanged.
 Claude Code runs the same hook through ``claude_code_user_prompt_submit.py``.
 
-Run by Codex with the hook input JSON on stdin::
+Run by Codex with the hook input JSON on stdin, as the console script of the
+``powercontext-client`` package or as a plain script from a checkout::
 
-    python3 context_api/hooks/codex_user_prompt_submit.py < hook-input.json
+    powercontext-codex-prompt-hook < hook-input.json
+    python3 clients/python/src/powercontext_hooks/codex_user_prompt_submit.py < hook-input.json
 
-Standard library only, so it runs with any ``python3`` and needs no virtualenv.
+Standard library only, so the script runs with any ``python3`` and needs no virtualenv.
 
 Behaviour (see ``docs/agents/codex-hook.md``):
 
