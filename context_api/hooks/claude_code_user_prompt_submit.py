@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
-"""Claude Code ``UserPromptSubmit`` hook: ``codex_user_prompt_submit.py`` with Claude Code's
-component name in its diagnostic. Claude Code reads the same ``hookSpecificOutput`` answer
-(docs/agents/claude-code.md).
+"""The Claude Code UserPromptSubmit hook's old path, kept so hook configurations that name it keep working. The hook
+is ``powercontext_hooks.claude_code_user_prompt_submit`` of the client distribution in ``clients/python``;
+new configurations run its console script ``powercontext-claude-code-prompt-hook`` (docs/agents/claude-code.md).
 """
 
-from __future__ import annotations
-
 import sys
+from pathlib import Path
 
-if __package__:
-    from .codex_user_prompt_submit import CLAUDE_CODE, main
-else:  # run as a script: its folder is on sys.path
-    from codex_user_prompt_submit import CLAUDE_CODE, main  # type: ignore[import-not-found, no-redef]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python" / "src"))
+
+from powercontext_hooks.claude_code_user_prompt_submit import main  # noqa: E402 - after the path it is found on
 
 if __name__ == "__main__":
-    sys.exit(main(CLAUDE_CODE))
+    sys.exit(main())

@@ -40,7 +40,7 @@ from tests.context_api.test_stop_hook import (
     used,
 )
 
-HOOKS = Path(__file__).resolve().parents[2] / "context_api" / "hooks"
+HOOKS = Path(__file__).resolve().parents[2] / "clients" / "python" / "src" / "powercontext_hooks"
 PROMPT_HOOK = HOOKS / "claude_code_user_prompt_submit.py"
 STOP_HOOK = HOOKS / "claude_code_stop.py"
 RECALL = "powercontext.claude_code.recall"

@@ -14,8 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
-from context_api.client import (
+from powercontext_client import (
     OPERATIONS,
     AsyncPowerContextClient,
     AuthenticationError,
@@ -29,6 +28,7 @@ from context_api.client import (
     UnavailableError,
     UnexpectedResponseError,
 )
+
 from tests.context_api.fake_http import FakeServer, Reply
 
 REQUEST_ID = "5f0c2b7a9d3e4f61"

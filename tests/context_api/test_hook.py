@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from powercontext_hooks import codex_user_prompt_submit as hook
+from powercontext_hooks import hook_state
 
-from context_api.hooks import codex_user_prompt_submit as hook
-from context_api.hooks import hook_state
 from powercontext.prepare.builder import (
     ArtifactRef,
     ExperienceContent,
@@ -31,7 +31,10 @@ from powercontext.prepare.builder import (
 from powercontext.prepare.render import render_content, render_experience_content
 from tests.context_api.fake_http import FakeServer, Reply
 
-HOOK_PATH = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
+ROOT = Path(__file__).resolve().parents[2]
+HOOK_PATH = ROOT / "clients" / "python" / "src" / "powercontext_hooks" / "codex_user_prompt_submit.py"
+# Where the hooks lived before the client distribution; hook configurations may still name them.
+OLD_HOOKS = ROOT / "context_api" / "hooks"
 SCHEMA = "powercontext.prepared-context.v1"
 
 # Values that must never leak into a diagnostic.
@@ -92,7 +95,7 @@ def base_env(tmp_path: Path) -> dict[str, str]:
 
 
 def run_hook(
-    tmp_path: Path, stdin: object, *, url: str | None = None, **env_overrides: str
+    tmp_path: Path, stdin: object, *, url: str | None = None, script: Path = HOOK_PATH, **env_overrides: str
 ) -> subprocess.CompletedProcess[str]:
     env = base_env(tmp_path)
     if url is not None:
@@ -100,7 +103,7 @@ def run_hook(
     env.update(env_overrides)
     data = stdin if isinstance(stdin, str) else json.dumps(stdin)
     return subprocess.run(
-        [sys.executable, str(HOOK_PATH)],
+        [sys.executable, str(script)],
         input=data,
         capture_output=True,
         text=True,
@@ -158,6 +161,36 @@ def test_ready_prints_additional_context_unchanged_and_nothing_on_stderr(server,
     expected = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": CONTENT}}
     assert result.stdout == json.dumps(expected) + "\n"
     assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] == CONTENT
+
+
+def test_the_old_hook_path_still_injects_the_context(server, tmp_path):
+    server.respond(200, ready())
+    result = run_hook(
+        tmp_path,
+        hook_input(tmp_path),
+        url=server.url,
+        script=OLD_HOOKS / "codex_user_prompt_submit.py",
+        POWERCONTEXT_SCOPE_ID=SCOPE,
+    )
+
+    assert result.returncode == 0 and result.stderr == ""
+    assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] == CONTENT
+
+
+@pytest.mark.parametrize(
+    ("name", "component", "event"),
+    [
+        ("codex_user_prompt_submit", "powercontext.codex.recall", "context_prepare"),
+        ("codex_stop", "powercontext.codex.feedback", "context_feedback"),
+        ("claude_code_user_prompt_submit", "powercontext.claude_code.recall", "context_prepare"),
+        ("claude_code_stop", "powercontext.claude_code.feedback", "context_feedback"),
+    ],
+)
+def test_every_old_hook_path_runs_its_hook(tmp_path, name, component, event):
+    result = run_hook(tmp_path, "not json", url="http://127.0.0.1:9", script=OLD_HOOKS / f"{name}.py")
+
+    assert result.returncode == 0 and result.stdout == ""
+    assert json.loads(result.stderr) == {"component": component, "event": event, "outcome": "skipped"}
 
 
 def test_request_is_one_post_with_exact_body_and_no_auth_header_without_token(server, tmp_path):

@@ -11,15 +11,17 @@ from typing import Any
 
 import pytest
 from django.db import OperationalError
+from powercontext_hooks import hook_state
 
-from context_api.hooks import hook_state
 from powercontext import search
 from powercontext.prepare import application
 from powercontext.prepare.builder import BEGIN_MARKER, END_MARKER, SCHEMA, MemoryHit
 from powercontext.prepare.selection import ContextCandidates, memory_ref
 from tests.conftest import Api
 
-HOOK = Path(__file__).resolve().parents[2] / "context_api" / "hooks" / "codex_user_prompt_submit.py"
+HOOK = (
+    Path(__file__).resolve().parents[2] / "clients/python/src/powercontext_hooks/codex_user_prompt_submit.py"
+)
 
 
 def prepare(api: Api, scope_id: str, query: str, **extra: Any):

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from powercontext_hooks import codex_stop, hook_state, hook_turn
 
-from context_api.hooks import codex_stop, hook_state, hook_turn
 from powercontext.prepare.render import render_content
 from tests.context_api.fake_http import FakeServer, Reply
 
-HOOKS = Path(__file__).resolve().parents[2] / "context_api" / "hooks"
+HOOKS = Path(__file__).resolve().parents[2] / "clients" / "python" / "src" / "powercontext_hooks"
 PROMPT_HOOK = HOOKS / "codex_user_prompt_submit.py"
 STOP_HOOK = HOOKS / "codex_stop.py"
 SCHEMA = "powercontext.prepared-context.v1"

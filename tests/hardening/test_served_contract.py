@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import powercontext_client as api_client
 import pytest
 import yaml
 from django.conf import settings
@@ -21,7 +22,6 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import Resolver404, resolve
 
-from context_api import client as api_client
 from context_api.operations import OPERATIONS
 
 CONTRACT_NAME = "powercontext-subset.openapi.yaml"

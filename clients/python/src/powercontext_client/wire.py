@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from context_api.client.errors import (
+from powercontext_client.errors import (
     _ERROR_CLASSES,
     CapabilityNotSupportedError,
     InvalidRequestError,

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from context_api.client.errors import (
+from powercontext_client.errors import (
     AuthenticationError,
     CapabilityNotSupportedError,
     ConflictError,
@@ -50,8 +50,8 @@ from context_api.client.errors import (
     UnavailableError,
     UnexpectedResponseError,
 )
-from context_api.client.recovery import RecoveryOperations
-from context_api.client.wire import (
+from powercontext_client.recovery import RecoveryOperations
+from powercontext_client.wire import (
     OPERATIONS,
     JSONDict,
     PreparedRequest,
