@@ -11,7 +11,9 @@ Two kinds, chosen so that several gunicorn workers answer one consistent scrape:
 - **State gauges** (embed backlog, pipeline jobs by state and the oldest eligible session's lag,
   queue depth, worker heartbeats, rebuild in progress) are read from the database and the broker
   at scrape time (``context_api.operator``), so every worker reports the same values and
-  nothing has to be aggregated.
+  nothing has to be aggregated. With the database unreachable the scrape still answers:
+  ``powercontext_database_up 0``, the request metrics, the broker gauges and this process's
+  last database reading (``powercontext_state_age_seconds`` says how old).
 
 Labels are route *names*, methods, status codes, fixed causes, job states, queue names and the
 operator's Celery node names: never a scope id, query, entry id or text.
@@ -118,6 +120,26 @@ class StateCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         state = operator.snapshot()
         yield _gauge(
+            "powercontext_database_up",
+            "1 when the database answered the scrape (0: the gauges below are this process's last reading).",
+            float(state.database == "reachable"),
+        )
+        yield _gauge(
+            "powercontext_broker_up",
+            "1 when the broker answered the scrape.",
+            float(state.broker == "reachable"),
+        )
+        yield _labelled_gauge(
+            "powercontext_queue_depth", "Messages waiting in a broker queue.", "queue", state.queue_depth
+        )
+        if state.database_values_age_seconds is None:
+            return  # the database is unreachable and this process never read it: nothing to show
+        yield _gauge(
+            "powercontext_state_age_seconds",
+            "Seconds since the database gauges were read (0: at this scrape).",
+            state.database_values_age_seconds,
+        )
+        yield _gauge(
             "powercontext_embed_backlog",
             "Entries and Experiences still without a vector.",
             state.embed_backlog,
@@ -136,21 +158,15 @@ class StateCollector(Collector):
             state.pipeline_oldest_eligible_seconds or 0.0,
         )
         yield _labelled_gauge(
-            "powercontext_queue_depth", "Messages waiting in a broker queue.", "queue", state.queue_depth
-        )
-        yield _gauge(
-            "powercontext_broker_up",
-            "1 when the broker answered the scrape.",
-            float(state.broker == "reachable"),
-        )
-        yield _labelled_gauge(
             "powercontext_worker_last_seen_seconds",
             "Seconds since a Celery worker's last heartbeat.",
             "worker",
             state.workers,
         )
         yield _gauge(
-            "powercontext_workers_alive", "Workers with a heartbeat within one period.", state.workers_alive
+            "powercontext_workers_alive",
+            "Workers with a heartbeat within two periods (one missed beat tolerated).",
+            state.workers_alive,
         )
         yield _gauge(
             "powercontext_rebuild_in_progress",
@@ -185,7 +201,13 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     """``GET /metrics``: request metrics of every worker plus the state gauges."""
     if not settings.POWERCONTEXT_OPERATOR_TOKEN or not operator.authorized(request):
         return JsonResponse(
-            {"error": {"code": "forbidden", "message": "The operator token is required.", "details": None}},
+            {
+                "error": {
+                    "code": "forbidden",
+                    "message": "The monitoring token (POWERCONTEXT_OPERATOR_TOKEN) is required.",
+                    "details": None,
+                }
+            },
             status=403,
         )
     state = CollectorRegistry()

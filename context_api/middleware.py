@@ -7,6 +7,7 @@ import secrets
 import time
 from collections.abc import Callable
 
+from django.core.signals import request_finished
 from django.http import HttpRequest, HttpResponse
 
 from context_api import metrics
@@ -14,6 +15,13 @@ from powercontext.core.log_format import request_id_var
 
 REQUEST_ID_HEADER = "X-PowerContext-Request-ID"
 logger = logging.getLogger("powercontext.access")
+
+
+def _request_done(**kwargs: object) -> None:
+    request_id_var.set("-")
+
+
+request_finished.connect(_request_done, dispatch_uid="powercontext-request-id-done")
 
 
 class RequestIdMiddleware:
@@ -29,11 +37,11 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = secrets.token_hex(8)
         request.powercontext_request_id = request_id  # type: ignore[attr-defined]
-        token = request_id_var.set(request_id)
-        try:
-            return self._respond(request, request_id)
-        finally:
-            request_id_var.reset(token)
+        # Kept until the response is closed (``request_finished``), not reset on the way out:
+        # Django logs a 4xx/5xx answer (``django.request``) after the whole middleware chain
+        # returned, and that line carries the id too.
+        request_id_var.set(request_id)
+        return self._respond(request, request_id)
 
     def _respond(self, request: HttpRequest, request_id: str) -> HttpResponse:
         started = time.perf_counter()

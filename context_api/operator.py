@@ -5,18 +5,21 @@ Everything here is read at request time from the database and the broker, so it 
 every app server process. It names no scope, query, entry or text: counts, ages, states and
 Celery node names (which the operator chose) only.
 
-Access: ``Authorization: Bearer <POWERCONTEXT_OPERATOR_TOKEN>`` or a logged-in staff user.
+Access: ``Authorization: Bearer <POWERCONTEXT_OPERATOR_TOKEN>`` (the monitoring token, not an API
+token of the ``operator`` role) or a logged-in staff user.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Count
 from django.http import HttpRequest
 from django.utils import timezone
@@ -24,6 +27,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from context_api.errors import database_unavailable
+from powercontext import __version__
 from powercontext.core import broker, heartbeat
 from powercontext.core.models import MemoryMembership
 from powercontext.core.recall import recallable_experience_heads
@@ -38,6 +43,10 @@ QUEUES = ("celery", "periodic")
 
 @dataclass
 class Snapshot:
+    database: str  # reachable | unreachable
+    # Seconds since the database figures below were read: 0 when read for this answer; with the
+    # database unreachable, the age of this process's last reading (None: it has none).
+    database_values_age_seconds: float | None
     broker: str  # not_configured | reachable | unreachable
     queue_depth: dict[str, int]
     workers: dict[str, float]  # node -> seconds since its last heartbeat
@@ -55,8 +64,28 @@ class Snapshot:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class _DatabaseFigures:
+    """What the snapshot reads from the database, kept per process as the last known values."""
+
+    workers: dict[str, float]
+    workers_alive: int
+    worker_last_seen_seconds: float | None
+    embed_backlog: int
+    pipeline_jobs: dict[str, int]
+    pipeline_eligible_sessions: int
+    pipeline_oldest_eligible_seconds: float | None
+    rebuild_in_progress: bool
+    rebuild_seconds: float | None
+
+
+# This process's last successful database reading and when it was taken (time.monotonic()).
+_last_known: tuple[_DatabaseFigures, float] | None = None
+_last_known_lock = threading.Lock()
+
+
 def authorized(request: HttpRequest) -> bool:
-    """The operator token (constant-time compare) or a staff session."""
+    """The monitoring token (constant-time compare) or a staff session."""
     expected = settings.POWERCONTEXT_OPERATOR_TOKEN
     header = request.headers.get("Authorization", "")
     if expected and header.startswith("Bearer "):
@@ -81,9 +110,10 @@ def _pipeline() -> tuple[dict[str, int], int, float | None]:
     now = timezone.now()
     eligible, oldest = 0, None
     for scope in pipeline_selectors.pipeline_scopes(config=config):
-        for session in pipeline_selectors.eligible_sessions(scope_id=scope, now=now, config=config):
-            eligible += 1
-            age = (now - session.newest_at).total_seconds()
+        count, newest_at = pipeline_selectors.waiting_sessions(scope_id=scope, now=now, config=config)
+        eligible += count
+        if newest_at is not None:
+            age = (now - newest_at).total_seconds()
             oldest = age if oldest is None else max(oldest, age)
     return jobs, eligible, oldest
 
@@ -95,8 +125,7 @@ def _broker() -> tuple[str, dict[str, int]]:
     return ("unreachable", {}) if depths is None else ("reachable", depths)
 
 
-def snapshot() -> Snapshot:
-    started = time.perf_counter()
+def _database_figures() -> _DatabaseFigures:
     now = timezone.now()
     period = float(settings.POWERCONTEXT_WORKER_HEARTBEAT_SECONDS)
     workers = {
@@ -104,14 +133,10 @@ def snapshot() -> Snapshot:
         for name, seen in heartbeat.seen(heartbeat.WORKER_PREFIX).items()
     }
     rebuild = heartbeat.seen(heartbeat.REBUILD).get(heartbeat.REBUILD)
-    broker_state, depths = _broker()
     jobs, eligible, oldest = _pipeline()
-    return Snapshot(
-        broker=broker_state,
-        queue_depth=depths,
+    return _DatabaseFigures(
         workers=workers,
-        # Stale after one period without a heartbeat (plus a second of slack for the write).
-        workers_alive=sum(1 for age in workers.values() if age <= period + 1),
+        workers_alive=sum(1 for age in workers.values() if heartbeat.worker_alive(age, period)),
         worker_last_seen_seconds=min(workers.values()) if workers else None,
         embed_backlog=embed_backlog(),
         pipeline_jobs=jobs,
@@ -119,8 +144,61 @@ def snapshot() -> Snapshot:
         pipeline_oldest_eligible_seconds=round(oldest, 3) if oldest is not None else None,
         rebuild_in_progress=rebuild is not None,
         rebuild_seconds=round((now - rebuild).total_seconds(), 3) if rebuild is not None else None,
+    )
+
+
+_NOTHING_KNOWN = _DatabaseFigures(
+    workers={},
+    workers_alive=0,
+    worker_last_seen_seconds=None,
+    embed_backlog=0,
+    pipeline_jobs={},
+    pipeline_eligible_sessions=0,
+    pipeline_oldest_eligible_seconds=None,
+    rebuild_in_progress=False,
+    rebuild_seconds=None,
+)
+
+
+def snapshot() -> Snapshot:
+    """The operator's view now. With the database unreachable it still answers: the broker as
+    read now, ``database="unreachable"`` and this process's last database reading (its age in
+    ``database_values_age_seconds``; zeros and ``None`` when this process has none). Any other
+    database error is raised."""
+    global _last_known
+    started = time.perf_counter()
+    broker_state, depths = _broker()
+    try:
+        figures = _database_figures()
+    except DatabaseError as exc:
+        if not database_unavailable(exc):
+            raise
+        logger.warning("operator snapshot without the database error_class=%s", type(exc).__name__)
+        with _last_known_lock:
+            known = _last_known
+        database, age = "unreachable", None
+        figures = _NOTHING_KNOWN
+        if known is not None:
+            figures, age = known[0], round(time.monotonic() - known[1], 3)
+    else:
+        with _last_known_lock:
+            _last_known = (figures, time.monotonic())
+        database, age = "reachable", 0.0
+    return Snapshot(
+        database=database,
+        database_values_age_seconds=age,
+        broker=broker_state,
+        queue_depth=depths,
+        **asdict(figures),
         taken_seconds=round(time.perf_counter() - started, 4),
     )
+
+
+def forget_last_known() -> None:
+    """Drop this process's last database reading (tests)."""
+    global _last_known
+    with _last_known_lock:
+        _last_known = None
 
 
 class HealthDetailApi(APIView):
@@ -142,7 +220,7 @@ class HealthDetailApi(APIView):
                 {
                     "error": {
                         "code": "forbidden",
-                        "message": "Operator token or staff log-in required.",
+                        "message": "The monitoring token (POWERCONTEXT_OPERATOR_TOKEN) or a staff log-in is required.",
                         "details": None,
                     }
                 },
@@ -150,8 +228,17 @@ class HealthDetailApi(APIView):
             )
         state = snapshot()
         problems = []
+        if state.database == "unreachable":
+            # Worker heartbeats cannot be read (nor written): no judgment on the workers.
+            problems.append("database_unreachable")
+        elif state.broker != "not_configured" and state.workers_alive == 0:
+            problems.append("no_live_worker")
         if state.broker == "unreachable":
             problems.append("broker_unreachable")
-        if state.broker != "not_configured" and state.workers_alive == 0:
-            problems.append("no_live_worker")
-        return Response({"status": "degraded" if problems else "ok", "problems": problems, **state.as_dict()})
+        body = {
+            "status": "degraded" if problems else "ok",
+            "problems": problems,
+            "version": __version__,
+            **state.as_dict(),
+        }
+        return Response(body)

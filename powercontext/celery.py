@@ -34,7 +34,7 @@ class DataDirScheduler(PersistentScheduler):  # type: ignore[misc]
 @signals.worker_ready.connect
 def _start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
     # Every worker writes a heartbeat row (powercontext.core.heartbeat), so a dead worker shows
-    # in the health detail view and /metrics within one period.
+    # in the health detail view and /metrics within two periods.
     from powercontext.core import heartbeat
 
     heartbeat.start_worker_heartbeat(getattr(sender, "hostname", None) or "worker")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ against its schemas, or when this page is older than the contract.
 - **Tokens**: `Authorization: Bearer <token>` (`manage.py create_api_token`, see
   [reviewers.md](reviewers.md)). Optional unless `POWERCONTEXT_REQUIRE_TOKEN=true` (the default in
   service mode); a wrong token is always `401`. Approve, reject, revise, request changes and
-  comment need a reviewer's token in every mode; flush an operator's or a reviewer's token when a
+  comment need a reviewer's token in every mode; flush a token of the `operator` or reviewer role when a
   token is sent (an agent token is `403 forbidden`). Every other operation takes any token, an agent's included: retiring a
   Memory entry writes a new revision and deletes nothing. A token made with `--scope` reaches only
   those scopes (`403 scope_forbidden` elsewhere). With `POWERCONTEXT_REVIEW_FOUR_EYES=true`,
@@ -78,6 +79,9 @@ against its schemas, or when this page is older than the contract.
   `current` head; rebase the update in the Review Inbox, a three-way merge that keeps the text
   approved since, then revise it), `note_conflict` (a session note not at the
   `expected_version` given).
+- **A duplicate remember** (`remember_memory` of what the scope's Memory already holds: an active
+  entry of the same `kind` and text, after redaction) is a successful no-op: `200` with
+  `"entry": null` and `memory` the current head revision, unchanged; nothing is written.
 - **Session recovery limits** are `422` with their own codes and nothing written: `note_too_large`
   (a note over 65,536 UTF-8 bytes), `session_notes_too_large` (a session's notes over 1,048,576
   bytes), `too_many_notes` (over 1,024 notes in a session). A note keeps its newest versions
@@ -205,13 +209,19 @@ def _response_schema(response: dict[str, Any], document: dict[str, Any]) -> dict
     return content["schema"] if content else None
 
 
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation other than ``-`` and ``_``
+    dropped, spaces as hyphens (``get_liveness`` stays ``get_liveness``)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def render(document: dict[str, Any], examples: dict[str, Any]) -> str:
     ops = operations(document)
     lines = [INTRO, "## Operations", ""]
     lines += ["| operation | route | success |", "| --- | --- | --- |"]
     for method, path, operation in ops:
         success = next(status for status in operation["responses"] if status.startswith("2"))
-        anchor = operation["operationId"].replace("_", "-")
+        anchor = slug(operation["operationId"])
         lines.append(f"| [{operation['operationId']}](#{anchor}) | `{method.upper()} {path}` | {success} |")
     for method, path, operation in ops:
         op_id = operation["operationId"]

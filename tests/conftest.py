@@ -1,7 +1,7 @@
 """Shared fixtures. The same suite runs on SQLite and PostgreSQL (DATABASE_URL picks).
 
 Tests that need a service the current run does not have (PostgreSQL-only concurrency, Redis +
-a Celery worker, Chromium) are deselected with a visible banner on a developer machine; with
+a Celery worker, Chromium, promtool) are deselected with a visible banner on a developer machine; with
 POWERCONTEXT_TEST_STRICT=1 (set by .ci/run) a missing service fails the run instead.
 """
 
@@ -35,6 +35,8 @@ def _missing_services() -> dict[str, str]:
         missing["integration"] = "needs POWERCONTEXT_TEST_REDIS_URL (a Redis for a real Celery worker)"
     if not shutil.which(os.environ.get("POWERCONTEXT_TEST_CHROMIUM", "/usr/bin/chromium")):
         missing["browser"] = "needs Debian's chromium (/usr/bin/chromium)"
+    if not shutil.which("promtool"):
+        missing["promtool"] = "needs promtool (Debian's prometheus package)"
     return missing
 
 

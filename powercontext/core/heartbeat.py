@@ -2,8 +2,11 @@
 view, /metrics) sees a dead worker or a stuck rebuild without reading logs.
 
 - each Celery worker writes ``worker:<node name>`` every ``POWERCONTEXT_WORKER_HEARTBEAT_SECONDS``
-  from a thread (``WorkerHeartbeat``), and deletes it on a clean shutdown; a killed worker's row
-  stops moving and is reported stale after one period;
+  from a thread (``WorkerHeartbeat``), and deletes it on a clean shutdown; a write that fails (a
+  database blip) is retried every ``RETRY_SECONDS`` until one succeeds, so the row moves again
+  within a second of the database coming back; a worker counts as alive while its row is at
+  most two periods old (``worker_alive``: one missed beat is a blip, not a dead worker), so a
+  killed worker's row is reported stale after two periods;
 - an index rebuild or verify holds ``rebuild`` while it runs (``holding``);
 - the readiness probe writes ``ready-probe``: its proof that the database accepts writes.
 """
@@ -27,6 +30,16 @@ logger = logging.getLogger("powercontext.heartbeat")
 WORKER_PREFIX = "worker:"
 REBUILD = "rebuild"
 READY_PROBE = "ready-probe"
+# After a failed heartbeat write the worker tries again this often (not a period later).
+RETRY_SECONDS = 1.0
+# Heartbeats a worker may miss before it is reported stale (a database blip costs one).
+MISSED_BEATS_TOLERATED = 1
+
+
+def worker_alive(age_seconds: float, period_seconds: float) -> bool:
+    """Whether a worker whose heartbeat is ``age_seconds`` old counts as alive: within one period
+    plus ``MISSED_BEATS_TOLERATED`` more, and a second of slack for the write itself."""
+    return age_seconds <= period_seconds * (1 + MISSED_BEATS_TOLERATED) + 1
 
 
 def beat(name: str) -> None:
@@ -82,14 +95,23 @@ class WorkerHeartbeat(Runner):
 
     def __init__(self, node: str) -> None:
         super().__init__()
-        self.interval = float(settings.POWERCONTEXT_WORKER_HEARTBEAT_SECONDS)
+        self.period = float(settings.POWERCONTEXT_WORKER_HEARTBEAT_SECONDS)
+        self.interval = self.period
         self.key = WORKER_PREFIX + node
 
     def on_start(self) -> None:
-        beat(self.key)
+        self.step()
 
     def step(self) -> bool:
-        beat(self.key)
+        """One heartbeat write. A failure (raised, logged by the runner, which also closes the
+        broken connection) shortens the wait before the next try to ``RETRY_SECONDS``; the first
+        success goes back to one per period."""
+        try:
+            beat(self.key)
+        except Exception:
+            self.interval = min(RETRY_SECONDS, self.period)
+            raise
+        self.interval = self.period
         return False
 
     def on_stop(self) -> None:

@@ -3,9 +3,10 @@ watermarks and pollution, eligibility, and the counters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from django.db.models import Case, CharField, Count, F, IntegerField, Max, Q, QuerySet, Value, When
@@ -48,7 +49,13 @@ def polluted_q(origins: Iterable[str]) -> Q:
     return q
 
 
-def _sessions(scope_id: str, origins: Iterable[str], session_id: str | None = None) -> list[SessionInfo]:
+def _sessions(
+    scope_id: str,
+    origins: Iterable[str],
+    session_id: str | None = None,
+    *,
+    newer_than: datetime | None = None,
+) -> list[SessionInfo]:
     rows = Source.objects.filter(scope_id=scope_id, source_type=CONTENT).annotate(session=session_key())
     if session_id is not None:
         rows = rows.filter(session=session_id)
@@ -64,6 +71,9 @@ def _sessions(scope_id: str, origins: Iterable[str], session_id: str | None = No
         )
         .order_by("session")
     )
+    if newer_than is not None:
+        # HAVING: a session whose newest source is older than this is past max_age.
+        grouped = grouped.filter(newest_at__gte=newer_than)
     return [
         SessionInfo(
             session_id=row["session"],
@@ -141,8 +151,27 @@ def eligible_sessions(
     Idle for ``idle`` (unless ``ignore_idle``), newer than ``max_age``, not polluted, not
     covered by a successful output or a successful no-output, not leased, not backing off
     and not exhausted on this watermark (a newer watermark always qualifies)."""
+    return list(
+        islice(_eligible(scope_id=scope_id, now=now, config=config, ignore_idle=ignore_idle), config.run_cap)
+    )
+
+
+def waiting_sessions(*, scope_id: str, now: datetime, config: PipelineConfig) -> tuple[int, datetime | None]:
+    """(how many sessions are eligible now, the oldest ``newest_at`` among them): the same rule
+    as ``eligible_sessions`` without its ``run_cap``, so an operator sees the true backlog. One
+    grouped query per scope, which only returns sessions younger than ``max_age``."""
+    count, oldest = 0, None
+    for session in _eligible(scope_id=scope_id, now=now, config=config, ignore_idle=False):
+        count += 1
+        oldest = session.newest_at if oldest is None else min(oldest, session.newest_at)
+    return count, oldest
+
+
+def _eligible(
+    *, scope_id: str, now: datetime, config: PipelineConfig, ignore_idle: bool
+) -> Iterator[SessionInfo]:
     if scope_id in config.excluded_scopes:
-        return []
+        return
     jobs = {
         job["session_id"]: job
         for job in PipelineJob.objects.filter(scope_id=scope_id).values(
@@ -155,8 +184,8 @@ def eligible_sessions(
         )
     }
     outputs = dict(PipelineOutput.objects.filter(scope_id=scope_id).values_list("session_id", "watermark"))
-    eligible: list[SessionInfo] = []
-    for session in sorted(pipeline_sessions(scope_id=scope_id, config=config), key=lambda s: s.watermark):
+    sessions = _sessions(scope_id, config.polluted_origins, newer_than=now - config.max_age)
+    for session in sorted(sessions, key=lambda s: s.watermark):
         if session.polluted or session.newest_at < now - config.max_age:
             continue
         if not ignore_idle and session.newest_at > now - config.idle:
@@ -166,10 +195,7 @@ def eligible_sessions(
         job = jobs.get(session.session_id)
         if job is not None and not _claimable(dict(job), session.watermark, now):
             continue
-        eligible.append(session)
-        if len(eligible) >= config.run_cap:
-            break
-    return eligible
+        yield session
 
 
 def _claimable(job: dict[str, Any], watermark: int, now: datetime) -> bool:

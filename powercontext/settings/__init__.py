@@ -115,7 +115,7 @@ DATABASES = {"default": database(DATABASE_URL, DATA_DIR)}
 # /health/ready's write check gives up after this many milliseconds (PostgreSQL).
 POWERCONTEXT_READY_TIMEOUT_MS = env_int("POWERCONTEXT_READY_TIMEOUT_MS", 2000, minimum=1)
 # Celery workers write a heartbeat row this often; the health detail view and /metrics call a
-# worker stale after one period without one.
+# worker stale after two periods without one (one missed beat is a database blip).
 POWERCONTEXT_WORKER_HEARTBEAT_SECONDS = env_int("POWERCONTEXT_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
 # Operators: GET /health/detail and GET /metrics take `Authorization: Bearer <this token>`
 # (the detail view also a staff log-in). Unset: /metrics is refused (docs/operations.md).

@@ -120,3 +120,47 @@ def test_every_relative_link_in_the_docs_resolves() -> None:
 
 def test_the_readme_stays_short() -> None:
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def _heading_anchors(text: str) -> set[str]:
+    """The anchors of a Markdown file: GitHub's slug of every heading (``-1``, ``-2`` … for
+    repeats) and explicit ``<a id="…">`` / ``<a name="…">`` anchors."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for heading in re.findall(
+        r"^#{1,6}\s+(.+?)\s*#*\s*$", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S), flags=re.M
+    ):
+        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "")
+        base = api_docs.slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        anchors.add(base if count == 0 else f"{base}-{count}")
+    anchors.update(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", text))
+    return anchors
+
+
+def test_the_slug_is_githubs() -> None:
+    assert api_docs.slug("get_liveness") == "get_liveness"
+    assert api_docs.slug("Upgrading (0.8 → 0.9): what to run") == "upgrading-08--09-what-to-run"
+    assert _heading_anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}
+
+
+def test_every_anchor_link_in_the_docs_resolves() -> None:
+    documents = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "docs" / "agents").glob("*.md")),
+    ]
+    broken = []
+    for path in documents:
+        for target, anchor in re.findall(
+            r"\]\(([^)#\s]*)#([^)\s]+)\)", _prose(path.read_text(encoding="utf-8"))
+        ):
+            if re.match(r"[a-z]+:", target):
+                continue
+            linked = (path.parent / target).resolve() if target else path
+            if linked.suffix != ".md" or not linked.exists():
+                continue  # a missing file is the relative-link test's failure
+            if anchor not in _heading_anchors(linked.read_text(encoding="utf-8")):
+                broken.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == []

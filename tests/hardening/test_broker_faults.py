@@ -175,8 +175,8 @@ def test_a_broker_restart_costs_writes_nothing_and_the_worker_survives_and_drain
     )
     assert remembered == 55
 
-    # A killed worker (no clean shutdown to delete its row) shows within one heartbeat period
-    # (2 s here) plus the second of slack the detail view allows.
+    # A killed worker (no clean shutdown to delete its row) shows within two heartbeat periods
+    # (2 s here; one missed beat is tolerated as a database blip) plus the second of slack.
     stack["worker"].kill()
     stack["worker"].wait(timeout=30)
     killed = time.monotonic()
@@ -188,4 +188,4 @@ def test_a_broker_restart_costs_writes_nothing_and_the_worker_survives_and_drain
         10,
         "the detail view to show no live worker",
     )
-    assert time.monotonic() - killed <= 2 + 1 + 0.5
+    assert time.monotonic() - killed <= 2 * 2 + 1 + 0.5

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import runpy
+import sys
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from gunicorn.config import Config
 
 from powercontext.core.gunicorn_logging import PrivateLogger
@@ -45,5 +50,64 @@ def test_the_access_log_format_names_no_path_query_or_referrer() -> None:
     settings = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     fmt = settings["access_log_format"]
 
-    assert not any(atom in fmt for atom in ("%(r)s", "%(U)s", "%(q)s", "%(f)s", "%({"))
+    assert not any(atom in fmt for atom in ("%(r)s", "%(U)s", "%(q)s", "%(f)s", "}i)s", "}e)s"))
+    # The one header atom: the request id of the response.
+    assert fmt.count("%({") == 1 and "%({x-powercontext-request-id}o)s" in fmt
     assert settings["logger_class"] == "powercontext.core.gunicorn_logging.PrivateLogger"
+
+
+def _access_line(logger: PrivateLogger, headers: list[tuple[str, str]]) -> None:
+    response = SimpleNamespace(status="200 OK", headers=headers, sent=12)
+    environ = {
+        "REMOTE_ADDR": "10.0.0.7",
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": SECRET_PATH,
+        "PATH_INFO": "/v1/memory/search",
+        "QUERY_STRING": SECRET_PATH.split("?", 1)[1],
+        "SERVER_PROTOCOL": "HTTP/1.1",
+    }
+    logger.access(response, SimpleNamespace(headers=[]), environ, timedelta(milliseconds=7))
+
+
+def _gunicorn_logger(monkeypatch: pytest.MonkeyPatch, log_format: str) -> tuple[PrivateLogger, io.StringIO]:
+    monkeypatch.setenv("LOG_FORMAT", log_format)
+    for name in ("gunicorn.error", "gunicorn.access"):  # gunicorn's loggers are global: restored after
+        monkeypatch.setattr(logging.getLogger(name), "handlers", [])
+        monkeypatch.setattr(logging.getLogger(name), "filters", [])
+    cfg = Config()
+    settings = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    cfg.set("logger_class", settings["logger_class"])
+    cfg.set("access_log_format", settings["access_log_format"])
+    cfg.set("accesslog", "-")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", out)
+    return PrivateLogger(cfg), out
+
+
+def test_the_access_line_carries_the_request_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    logger, out = _gunicorn_logger(monkeypatch, "plain")
+
+    _access_line(logger, [("X-PowerContext-Request-ID", "0123456789abcdef")])
+    _access_line(logger, [])  # an answer gunicorn wrote itself: no id
+
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith('"GET" 200 12 7ms request_id=0123456789abcdef')
+    assert lines[1].endswith("request_id=-")
+    assert "secret" not in out.getvalue()
+
+
+def test_json_mode_writes_gunicorns_access_and_error_lines_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    logger, out = _gunicorn_logger(monkeypatch, "json")
+
+    _access_line(logger, [("X-PowerContext-Request-ID", "0123456789abcdef")])
+    logger.info("Booting worker with pid: %s", 42)
+    logger.error("Error handling request %s", SECRET_PATH)
+
+    access, booting, failed = (json.loads(line) for line in out.getvalue().splitlines())
+    assert access["logger"] == "gunicorn.access" and access["request_id"] == "0123456789abcdef"
+    assert access["message"].endswith('"GET" 200 12 7ms request_id=0123456789abcdef')
+    assert booting == {**booting, "logger": "gunicorn.error", "level": "INFO", "request_id": "-"}
+    assert booting["message"] == "Booting worker with pid: 42"
+    assert failed["message"] == "Error handling request (method and path withheld)"
+    assert "secret" not in out.getvalue()

@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import IntegrityError
@@ -121,3 +122,42 @@ def test_log_format_json_is_what_the_process_writes(tmp_path: Path) -> None:
 def test_an_unknown_log_format_is_refused(tmp_path: Path) -> None:
     result = run_python("import django; django.setup()", child_env(tmp_path, LOG_FORMAT="xml"))
     assert result.returncode != 0 and "LOG_FORMAT must be plain or json" in result.stderr
+
+
+@pytest.mark.django_db
+def test_djangos_own_line_for_a_failed_answer_carries_the_request_id(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from context_api import operator
+
+    def broken() -> None:
+        raise RuntimeError("a bug")
+
+    settings.POWERCONTEXT_OPERATOR_TOKEN = "operator-token-for-tests-0123456789"
+    monkeypatch.setattr(operator, "snapshot", broken)
+    handler = _Stamped()
+    django_request = logging.getLogger("django.request")
+    django_request.addHandler(handler)
+    try:
+        response = Client().get(
+            "/health/detail", HTTP_AUTHORIZATION="Bearer operator-token-for-tests-0123456789"
+        )
+    finally:
+        django_request.removeHandler(handler)
+
+    assert response.status_code == 500
+    assert handler.ids == [response["X-PowerContext-Request-ID"]]  # Django's "Internal Server Error"
+
+
+@pytest.mark.django_db
+def test_a_line_after_the_request_is_done_carries_no_request_id() -> None:
+    Client().get("/health/live")
+    handler = _Stamped()
+    logger = logging.getLogger("powercontext.test-after")
+    logger.addHandler(handler)
+    try:
+        logger.warning("after the request")
+    finally:
+        logger.removeHandler(handler)
+
+    assert handler.ids == ["-"]

@@ -26,7 +26,9 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--reviewer", action="store_true", help="grant the review permission")
         parser.add_argument(
-            "--operator", action="store_true", help="an operator token: may also retire Memory and flush"
+            "--operator",
+            action="store_true",
+            help="the operator role: may also retire Memory and flush (not the monitoring token)",
         )
         parser.add_argument("--name", default="", help="a label for the token")
         parser.add_argument(
