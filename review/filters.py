@@ -36,8 +36,13 @@ ASSIGNED = {"me": "Assigned to me", "nobody": "Unassigned"}
 
 NEAR = {"1": "Near-duplicates (later copies)"}
 
+# The Approved / Rejected lists leave out decisions taken back (Undo, Reopen: the decided
+# candidate has a pending copy, ``queue_selectors.taken_back``) unless asked for.
+TAKEN_BACK = {"only": "Only decisions taken back", "include": "Include decisions taken back"}
+DECIDED = (Candidate.Status.APPROVED, Candidate.Status.REJECTED)
+
 # The querystring keys the filter owns (kept when moving between queue and candidate pages).
-FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "others", "near", "sort")
+FILTER_KEYS = ("status", "family", "scope", "q", "age", "assigned", "others", "taken_back", "near", "sort")
 
 
 class CandidateQueueFilter(django_filters.FilterSet):
@@ -65,6 +70,13 @@ class CandidateQueueFilter(django_filters.FilterSet):
     # Navigation only (Next, Previous, j/k, the page after a decision): see review.views.sharing.
     others = django_filters.BooleanFilter(
         method="filter_others", label="Show items others are on", widget=forms.CheckboxInput
+    )
+    # Applied in ``filter_queryset``: its default (no value) hides decisions taken back.
+    taken_back = django_filters.ChoiceFilter(
+        choices=list(TAKEN_BACK.items()),
+        method="filter_taken_back",
+        label="Taken back",
+        empty_label="Hide decisions taken back",
     )
     # Last: it flags the rows the other filters left (``similar.near_duplicate_flags``).
     near = django_filters.ChoiceFilter(
@@ -111,6 +123,39 @@ class CandidateQueueFilter(django_filters.FilterSet):
 
     def filter_others(self, queryset: QuerySet[Candidate], name: str, value: bool) -> QuerySet[Candidate]:
         return queryset  # the queue lists every row and marks those others are on
+
+    def filter_taken_back(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
+        return queryset  # see filter_queryset: the empty default filters too
+
+    def filter_queryset(self, queryset: QuerySet[Candidate]) -> QuerySet[Candidate]:
+        """The declared filters, then the Approved / Rejected lists' treatment of decisions taken
+        back, whose default (no value) filters too: left out; ``only`` lists just them,
+        ``include`` all of them. (``near`` keeps pending rows only, so its order does not
+        matter here.)"""
+        rows: QuerySet[Candidate] = super().filter_queryset(queryset)
+        if self.status_value not in DECIDED:
+            return rows  # only decided candidates are ever taken back
+        choice = self.form.cleaned_data.get("taken_back")
+        if choice == "only":
+            return rows.filter(queue_selectors.taken_back())
+        if choice != "include":
+            return rows.exclude(queue_selectors.taken_back())
+        return rows
+
+    def taken_back_rows(self) -> QuerySet[Candidate] | None:
+        """The decisions taken back that the list leaves out by default (its "n taken back"
+        note), or None when it shows them (or is not a decided list, or the filters are
+        invalid)."""
+        if self.data is None or not self.is_valid() or self.status_value not in DECIDED:
+            return None
+        if self.form.cleaned_data.get("taken_back"):
+            return None
+        data = self.data.copy()
+        data["taken_back"] = "only"
+        rows: QuerySet[Candidate] = CandidateQueueFilter(
+            data, queryset=self.queryset, request=self.request
+        ).qs
+        return rows
 
     def filter_near(self, queryset: QuerySet[Candidate], name: str, value: str) -> QuerySet[Candidate]:
         """The later copies of near-duplicate pairs among the newest ``PENDING_SCAN`` pending
@@ -171,6 +216,8 @@ class CandidateQueueFilter(django_filters.FilterSet):
         for key in FILTER_KEYS:
             value = self.form.cleaned_data.get(key) if key != "sort" else self.sort.key
             if key == "sort" and value == queue_selectors.default_sort(self.status_value).key:
+                continue
+            if key == "taken_back" and self.status_value not in DECIDED:
                 continue
             if value and not (key == "status" and value == Candidate.Status.PENDING):
                 params[key] = value

@@ -231,6 +231,9 @@ POWERCONTEXT_REVIEW_FOUR_EYES = env_bool("POWERCONTEXT_REVIEW_FOUR_EYES", False)
 # Review Inbox: opening a candidate marks it "being reviewed by you" for this long (the open page
 # renews it); Next and j/k skip items another reviewer is viewing. Never blocks a decision.
 POWERCONTEXT_REVIEW_VIEWING_SECONDS = env_int("POWERCONTEXT_REVIEW_VIEWING_SECONDS", 120, minimum=10)
+# How many of those markers one reviewer holds at once: opening or renewing one more releases her
+# oldest, so no reviewer (or script) hides more than this many items from the others.
+POWERCONTEXT_REVIEW_VIEWING_MAX = env_int("POWERCONTEXT_REVIEW_VIEWING_MAX", 3, minimum=1)
 # Near-duplicates (review/selectors/similar.py): the weighted similarity at or above which two
 # proposals of a scope are one. 0.4 is calibrated on powercontext/evaluation/data/near_duplicates.jsonl
 # (`manage.py eval_near_duplicates` reports precision and recall at it).

@@ -12,13 +12,25 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, Count, IntegerField, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from powercontext.core import families
 from powercontext.core.models import Artifact
 from review import textmarks
-from review.models import Candidate, ReviewDecision
+from review.models import Candidate, ReviewAction, ReviewDecision
 from review.selectors import counts
 from review.selectors.candidate import CandidateFacts, candidate_facts
 from review.selectors.counts import CappedCount
@@ -75,6 +87,14 @@ def _past(sort: Sort, pk: int, *, forward: bool) -> Q:
         return Q(**{f"pk__{op}": pk})
     anchor = Subquery(Candidate.objects.filter(pk=pk).values(sort.field)[:1])
     return Q(**{f"{sort.field}__{op}": anchor}) | Q(**{sort.field: anchor, f"pk__{op}": pk})
+
+
+def taken_back() -> Exists:
+    """A decided candidate whose decision was taken back (Undo or Reopen, each a ``reopened``
+    action naming its pending copy): the copy supersedes it, so the Approved and Rejected lists
+    leave it out unless asked (``filters.CandidateQueueFilter``). One ``EXISTS`` per row, served
+    by the ``review_action_thread`` index ``(candidate, acted_at)``."""
+    return Exists(ReviewAction.objects.filter(candidate=OuterRef("pk"), action=ReviewAction.Action.REOPENED))
 
 
 # --- the queue ----------------------------------------------------------------------------------

@@ -8,10 +8,15 @@ another reviewer is viewing or has claimed, and they take the one they land on b
 the same step (``viewing_take_next``), so two reviewers pressing Next at the same moment land on
 different candidates.
 
-Every write is one ``UPDATE`` whose ``WHERE`` is the compare-and-swap: the marker is taken only
+Every marking is an ``UPDATE`` whose ``WHERE`` is the compare-and-swap: the marker is taken only
 while it is free, expired or already the caller's. On PostgreSQL the second of two concurrent
 updates waits for the first's row lock and re-checks the condition against the row the first
 wrote, so exactly one of them takes it.
+
+A reviewer holds at most ``POWERCONTEXT_REVIEW_VIEWING_MAX`` live markers: taking or renewing one
+more releases her oldest in the same transaction (serialized per reviewer by a lock on her user
+row), so a script renewing markers on every item hides at most that many items from the others,
+never the whole queue.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -47,16 +53,37 @@ def free_rows(rows: QuerySet[Candidate], reviewer: User) -> QuerySet[Candidate]:
     return rows.filter(_free_for(reviewer, timezone.now())).filter(~Exists(claimed_by_other))
 
 
+def viewing_max() -> int:
+    return int(settings.POWERCONTEXT_REVIEW_VIEWING_MAX)
+
+
+@transaction.atomic(durable=True)
 def viewing_mark(*, pk: int, reviewer: User) -> bool:
     """Mark the pending candidate ``pk`` as viewed by ``reviewer`` for the next
-    ``viewing_seconds()`` (or renew the reviewer's own marker). One ``UPDATE``, a
-    compare-and-swap on the marker's expiry: True when the reviewer now holds it, False when
-    another reviewer's marker is live or the candidate is not pending (nothing written)."""
+    ``viewing_seconds()`` (or renew the reviewer's own marker), releasing her oldest live markers
+    beyond ``viewing_max()``. One transaction: the marking ``UPDATE`` is a compare-and-swap on the
+    marker's expiry; True when the reviewer now holds it, False when another reviewer's marker is
+    live or the candidate is not pending (nothing written).
+
+    The reviewer's user row is locked first, so two of her requests (two tabs, a script) mark
+    one after the other and never hold more than ``viewing_max()`` between them."""
+    list(User.objects.select_for_update().filter(pk=reviewer.pk).values_list("pk", flat=True))
     now = timezone.now()
     updated = Candidate.objects.filter(
         _free_for(reviewer, now), pk=pk, status=Candidate.Status.PENDING
     ).update(viewing_by=reviewer, viewing_until=now + timedelta(seconds=viewing_seconds()))
-    return updated == 1
+    if updated != 1:
+        return False
+    # Her live markers beyond the newest ``viewing_max()`` (this one the newest): one ``UPDATE``
+    # whatever their number, so a page that marks costs the same queries every time.
+    beyond = (
+        Candidate.objects.filter(viewing_by=reviewer, viewing_until__gt=now)
+        .exclude(pk=pk)
+        .order_by("-viewing_until", "-pk")
+        .values("pk")[viewing_max() - 1 :]
+    )
+    Candidate.objects.filter(pk__in=beyond, viewing_by=reviewer).update(viewing_by=None, viewing_until=None)
+    return True
 
 
 def viewing_release(*, pk: int, reviewer: User) -> bool:

@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
-from review import services
+from review import filters, services
 from review.forms import SEEN_MALFORMED, BulkForm
 from review.models import Candidate, ReviewDecision
 from review.selectors import bulk as bulk_selectors
@@ -56,9 +56,12 @@ def queue(request: HttpRequest) -> HttpResponse:
             decided=status != Candidate.Status.PENDING,
         )
         matching = count_selectors.capped_count(rows)
+        hidden = filterset.taken_back_rows()
+        taken_back = count_selectors.capped_count(hidden) if hidden is not None else None
     else:
         page = queue_selectors.QueuePage(rows=[], next_after=None, prev_before=None, is_first=True)
         matching = count_selectors.CappedCount(0, False)
+        taken_back = None
     family_rows = filterset.without_family()
     return render(
         request,
@@ -75,6 +78,12 @@ def queue(request: HttpRequest) -> HttpResponse:
             "sort_problem": filterset.sort_problem,
             "page": page,
             "matching": matching,
+            # Decided lists: how many decisions taken back they leave out (None: not hiding any).
+            "taken_back": taken_back,
+            "taken_back_only": valid
+            and status in filters.DECIDED
+            and filterset.form.cleaned_data.get("taken_back") == "only",
+            "taken_back_qs": filterset.querystring_without("taken_back"),
             "counts": count_selectors.queue_counts(family_rows),
             "reported": report_selectors.reported_count(),
             "count_word": filterset.status_value,

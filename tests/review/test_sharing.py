@@ -210,6 +210,78 @@ def test_two_reviewers_pressing_next_at_once_never_land_on_the_same_item() -> No
     assert decided.count() == 18 == len({d.candidate_id for d in decided})  # no item decided twice
 
 
+def _live_markers(user: User) -> list[int]:
+    return list(
+        Candidate.objects.filter(viewing_by=user, viewing_until__gt=timezone.now())
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def test_one_reviewer_marking_fifty_items_hides_at_most_the_cap_from_another(
+    reviewer: User, bob: User, settings: Any
+) -> None:
+    """A script renewing markers on every item (the page's renewal POST, any pk) would hide the
+    whole queue from everyone else; the cap keeps her newest few and frees the rest."""
+    settings.POWERCONTEXT_REVIEW_VIEWING_MAX = 3
+    candidates = [make_candidate() for _ in range(50)]
+    client = client_for(reviewer)
+    for candidate in candidates:
+        assert client.post(url("viewing", candidate)).status_code == 204
+    assert _live_markers(reviewer) == [c.pk for c in candidates[-3:]]
+    assert pending().count() - viewing.free_rows(pending(), bob).count() == 3
+    page = text_of(client_for(bob).get(url("queue")))
+    assert len(re.findall(r"<tr data-queue-row [^>]*data-skip", page)) == 3
+    # Bob's Next goes through everything else.
+    walked, at = [], candidates[0].pk
+    for _ in range(50):
+        taken = take_next(at, bob)
+        if taken.pk is None:
+            break
+        walked.append(taken.pk)
+        at = taken.pk
+    assert walked == [c.pk for c in candidates[1:-3]]
+
+
+def test_opening_one_more_releases_the_oldest_marker_and_renewing_keeps_it_young(
+    reviewer: User, bob: User, settings: Any
+) -> None:
+    settings.POWERCONTEXT_REVIEW_VIEWING_MAX = 3
+    settings.POWERCONTEXT_REVIEW_VIEWING_SECONDS = 120
+    a, b, c, d, e = (make_candidate() for _ in range(5))
+    start = timezone.now()
+    for n, candidate in enumerate((a, b, c)):
+        with time_machine.travel(start + timedelta(seconds=n), tick=False):
+            assert viewing.viewing_mark(pk=candidate.pk, reviewer=reviewer)
+    with time_machine.travel(start + timedelta(seconds=10), tick=False):
+        assert viewing.viewing_mark(pk=a.pk, reviewer=reviewer)  # renewed: now the newest
+        assert viewing.viewing_mark(pk=d.pk, reviewer=reviewer)
+        assert _live_markers(reviewer) == [a.pk, c.pk, d.pk]  # b, the oldest, released
+        assert viewing.viewing_mark(pk=b.pk, reviewer=bob)  # free for others at once
+        # A marker that could not be taken releases nothing.
+        assert not viewing.viewing_mark(pk=b.pk, reviewer=reviewer)
+        assert _live_markers(reviewer) == [a.pk, c.pk, d.pk]
+        # Others' markers are never touched by her cap.
+        assert viewing.viewing_mark(pk=e.pk, reviewer=reviewer)
+        assert _live_markers(bob) == [b.pk]
+        assert _live_markers(reviewer) == [a.pk, d.pk, e.pk]
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_marks_sent_at_once_by_one_reviewer_never_hold_more_than_the_cap(settings: Any) -> None:
+    from tests.powercontext.test_concurrency import run_together
+
+    settings.POWERCONTEXT_REVIEW_VIEWING_MAX = 2
+    user = make_user("scripted", reviewer=True)
+    candidates = [make_candidate("race-cap") for _ in range(8)]
+    results = run_together(
+        [lambda c=candidate: viewing.viewing_mark(pk=c.pk, reviewer=user) for candidate in candidates]  # type: ignore[misc]
+    )
+    assert results == [True] * 8
+    assert len(_live_markers(user)) == 2
+
+
 # --- views: the candidate page, Next, Previous, after a decision ----------------------------------
 
 
