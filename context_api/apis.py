@@ -22,6 +22,8 @@ from context_api.operations import stats as stats_operations
 from context_api.validation import parse_json_object, read_body
 from powercontext import search
 from powercontext.core import heartbeat
+from powercontext.core.db_faults import answer_limit, fault_of
+from powercontext.core.exceptions import PowerContextError
 from powercontext.core.families import Family
 from powercontext.memory.sources import CONTENT_SOURCE_TYPE
 from powercontext.pipeline import generators
@@ -101,7 +103,8 @@ def _database_writable() -> bool:
     try:
         heartbeat.write_probe(timeout_ms=settings.POWERCONTEXT_READY_TIMEOUT_MS)
     except Exception as exc:
-        logger.warning("readiness write failed error_class=%s", type(exc).__name__)
+        cause = exc.code if isinstance(exc, PowerContextError) else (fault_of(exc) or "error")
+        logger.warning("readiness write failed cause=%s error_class=%s", cause, type(exc).__name__)
         return False
     return True
 
@@ -113,8 +116,11 @@ class ReadinessApi(APIView):
     permission_classes = ()
 
     def get(self, request: Request) -> Response:
-        reachable, migrated = _database_ready()
-        writable = reachable and migrated and _database_writable()
+        # A hung server: each check gives up after the readiness timeout, and a check that gave
+        # up leaves the next ones unknown, so the answer comes within about that timeout.
+        with answer_limit(settings.POWERCONTEXT_READY_TIMEOUT_MS / 1000):
+            reachable, migrated = _database_ready()
+            writable = reachable and migrated and _database_writable()
         checks = {
             "database": "ready" if reachable else "unreachable",
             "migrations": "ready" if migrated else ("unknown" if not reachable else "pending"),

@@ -18,7 +18,15 @@ from django.urls import reverse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
-from powercontext.core.exceptions import PowerContextError, RateLimited, RuntimeNotReady, Unauthorized
+from powercontext.core.db_faults import fault_of
+from powercontext.core.exceptions import (
+    DatabaseFull,
+    DatabaseReadOnly,
+    PowerContextError,
+    RateLimited,
+    RuntimeNotReady,
+    Unauthorized,
+)
 
 logger = logging.getLogger("powercontext.api")
 
@@ -40,8 +48,8 @@ def database_unavailable(exc: BaseException | None) -> bool:
 
 
 def _is_unavailable(exc: BaseException) -> bool:
-    """Database unreachable or not migrated: a 503, not a 500."""
-    if isinstance(exc, (OperationalError, InterfaceError)):
+    """Database unreachable, not migrated, read-only or full: a 503, not a 500."""
+    if fault_of(exc) is not None or isinstance(exc, (OperationalError, InterfaceError)):
         return True
     if isinstance(exc, ProgrammingError):
         text = str(exc).lower()
@@ -66,6 +74,13 @@ def error_parts(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]
         # Parsing, authentication and throttling come through our own code paths; anything
         # else DRF raises is a malformed request.
         return 422, envelope("invalid_request", "The request violates the API contract.", None), {}
+    fault = fault_of(exc)
+    if fault is not None:
+        # The database answers but refuses the write: say which way, so a client (and the
+        # operator reading the log) knows reads still work and what to fix.
+        logger.warning("database refused a write cause=%s error_class=%s", fault, type(exc).__name__)
+        refused = DatabaseReadOnly() if fault == "database_read_only" else DatabaseFull()
+        return 503, envelope(refused.code, refused.message, None), retry_after()
     if isinstance(exc, DatabaseError) and _is_unavailable(exc):
         # One line per refused request; Django's own 503 record is dropped by the log filter.
         logger.warning("database unavailable error_class=%s", type(exc).__name__)
@@ -237,7 +252,11 @@ def server_error(request: HttpRequest) -> HttpResponse:
     answer = SERVER_ERROR
     if database_unavailable(exc):
         assert exc is not None
-        logger.warning("database unavailable error_class=%s", type(exc).__name__)
+        fault = fault_of(exc)
+        if fault is not None:
+            logger.warning("database refused a write cause=%s error_class=%s", fault, type(exc).__name__)
+        else:
+            logger.warning("database unavailable error_class=%s", type(exc).__name__)
         answer = UNAVAILABLE
     try:
         response = _answer(request, answer, request_context=False)

@@ -36,6 +36,14 @@ MESSAGES: dict[str, str] = {
         "Review Inbox (a three-way merge that keeps the approved text), then revise it."
     ),
     "runtime_not_ready": "A required runtime dependency is unavailable.",
+    "database_read_only": (
+        "The database accepts no writes right now (it is read-only); nothing was written. "
+        "Reads still work; try the write again after Retry-After seconds."
+    ),
+    "database_full": (
+        "The database has no room left for writes; nothing was written. Reads still work; "
+        "try the write again after Retry-After seconds."
+    ),
     "rate_limited": "Too many requests from this caller; try again after Retry-After seconds.",
     # Session recovery (powercontext.recovery.exceptions); details carry only numbers.
     "note_not_found": "The session has no such note (or no such version of it).",
@@ -139,6 +147,12 @@ class RateLimited(PowerContextError, status=429, code="rate_limited"):
 
 
 class RuntimeNotReady(PowerContextError, status=503, code="runtime_not_ready"): ...
+
+
+class DatabaseReadOnly(PowerContextError, status=503, code="database_read_only"): ...
+
+
+class DatabaseFull(PowerContextError, status=503, code="database_full"): ...
 
 
 class InvariantFailure(PowerContextError):

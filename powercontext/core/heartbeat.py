@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from powercontext.core.background import PerProcess, Runner
+from powercontext.core.exceptions import DatabaseFull
 from powercontext.core.models import ServiceHeartbeat
 
 logger = logging.getLogger("powercontext.heartbeat")
@@ -50,12 +51,22 @@ def beat(name: str) -> None:
 
 def write_probe(*, timeout_ms: int) -> None:
     """The readiness probe's proof that the database accepts writes: one upsert, bounded by
-    ``timeout_ms`` on PostgreSQL. Raises what the database raised."""
+    ``timeout_ms`` on PostgreSQL. Raises what the database raised, or ``DatabaseFull`` when a
+    SQLite file has reached its page limit: the probe's own row may still fit in a page with
+    room while no new row of the service would."""
     with transaction.atomic(durable=True):
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(timeout_ms)])
         ServiceHeartbeat.objects.update_or_create(name=READY_PROBE, defaults={"seen_at": timezone.now()})
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                pages = [
+                    cursor.execute(f"PRAGMA {name}").fetchone()[0]
+                    for name in ("page_count", "max_page_count", "freelist_count")
+                ]
+            if pages[0] >= pages[1] and pages[2] == 0:
+                raise DatabaseFull()
 
 
 def clear(name: str) -> None:

@@ -29,6 +29,13 @@ def count_expected(scope_id: str | None = None) -> int:
 def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int], None] | None) -> int:
     written = 0
     with transaction.atomic():
+        # Writers change a scope's index rows in their own transaction while holding its head's
+        # row lock. Taking those locks first (in pk order, as writers that lock several heads do)
+        # waits for a writer in flight and holds back the next, so what is deleted and what is
+        # read below are one state: no writer's row reappears as a duplicate key, no entry
+        # written meanwhile is left out. (SQLite: the IMMEDIATE transaction already excludes
+        # every writer.)
+        list(index.heads().filter(scope_id=scope).select_for_update().order_by("pk").values_list("pk"))
         index.model._default_manager.filter(scope_id=scope).delete()
         batch: list[models.Model] = []
         for pk, doc_scope, terms in index.expected(scope):
@@ -38,17 +45,23 @@ def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int
                 )
             )
             if len(batch) >= REBUILD_BATCH:
-                index.model._default_manager.bulk_create(batch)
+                _insert(index, batch)
                 written += len(batch)
                 if progress:
                     progress(len(batch))
                 batch = []
         if batch:
-            index.model._default_manager.bulk_create(batch)
+            _insert(index, batch)
             written += len(batch)
             if progress:
                 progress(len(batch))
     return written
+
+
+def _insert(index: Index, rows: list[models.Model]) -> None:
+    # A head created after the locks above were taken (a new Experience artifact) may commit
+    # its own row, identical to the one computed here, before this insert: keep the writer's.
+    index.model._default_manager.bulk_create(rows, ignore_conflicts=True)
 
 
 def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None] | None = None) -> int:
@@ -62,14 +75,16 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
     written = 0
     rebuild_vectors(scope_id=scope_id)
     for index in INDEXES:
-        scopes = [scope_id] if scope_id is not None else index.scopes()
+        scopes = [scope_id] if scope_id is not None else list(index.scopes())
         for scope in scopes:
             written += _rebuild_scope(index, scope, db, progress)
         if scope_id is None:
             with transaction.atomic():
                 # Rows of scopes without authoritative rows cannot come from the services, but
-                # a full rebuild must converge whatever the index held.
-                index.model._default_manager.exclude(scope_id__in=scopes).delete()
+                # a full rebuild must converge whatever the index held. The scopes are read
+                # again here, by the delete itself: a scope an agent created during the rebuild
+                # keeps its rows.
+                index.model._default_manager.exclude(scope_id__in=index.scopes()).delete()
                 db.repair_engine(index)
     bm25.clear_cache()
     return written

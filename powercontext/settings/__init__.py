@@ -11,7 +11,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from powercontext.settings.database import database
+from powercontext.settings.database import POSTGRESQL_ENGINE, database
 from powercontext.settings.env import (
     env_bool,
     env_fraction,
@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "context_api.middleware.RequestIdMiddleware",
+    # Every database wait of a request is bounded (a hung PostgreSQL gives a fast 503).
+    "powercontext.core.db_faults.AnswerLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,8 +114,13 @@ TEMPLATES = [
 # through psycopg 3 (service mode). Options and timeouts: database.py.
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 DATABASES = {"default": database(DATABASE_URL, DATA_DIR)}
-# /health/ready's write check gives up after this many milliseconds (PostgreSQL).
+# /health/ready gives up on the database after this many milliseconds (PostgreSQL): its write
+# check's statement timeout, and its answer limit on a hung server.
 POWERCONTEXT_READY_TIMEOUT_MS = env_int("POWERCONTEXT_READY_TIMEOUT_MS", 2000, minimum=1)
+# In a request, a wait on a PostgreSQL server that does not answer (hung, stopped) gives up after
+# this many milliseconds: the connection is closed and the request answers 503 (0: no limit).
+# Workers and commands are not bounded by it (core/db_faults.py; docs/operators.md).
+POWERCONTEXT_DB_ANSWER_TIMEOUT_MS = env_int("POWERCONTEXT_DB_ANSWER_TIMEOUT_MS", 2500)
 # Celery workers write a heartbeat row this often; the health detail view and /metrics call a
 # worker stale after two periods without one (one missed beat is a database blip).
 POWERCONTEXT_WORKER_HEARTBEAT_SECONDS = env_int("POWERCONTEXT_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
@@ -363,7 +370,7 @@ CELERY_BEAT_SCHEDULE = {
 # so it has to be configured: SECRET_KEY, or SECRET_KEY_FILE naming a file that holds it.
 # The embedded default (SQLite, eager tasks) needs no configuration: it generates a random key
 # once into DATA_DIR/secret_key (mode 0600) and reuses it on every later start.
-SERVICE_MODE = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" or bool(CELERY_BROKER_URL)
+SERVICE_MODE = DATABASES["default"]["ENGINE"] == POSTGRESQL_ENGINE or bool(CELERY_BROKER_URL)
 # Issue 20, N11: a served deployment requires tokens unless told otherwise, so --scope and the
 # token roles mean something there. Four-eyes review needs to know who wrote each proposal and
 # captured each source (issue 32), so it requires tokens too, and refuses to run without them.

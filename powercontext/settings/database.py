@@ -13,6 +13,9 @@ from django.core.exceptions import ImproperlyConfigured
 from powercontext.core.private_files import private_sqlite_files, sqlite_file
 from powercontext.settings.env import env_int, private_files
 
+# Django's PostgreSQL backend plus bounded waits on a hung server.
+POSTGRESQL_ENGINE = "powercontext.core.postgresql"
+
 
 def database(url: str, data_dir: Path) -> dict[str, Any]:
     """``DATABASES["default"]`` for ``url`` (empty: the SQLite file in ``data_dir``)."""
@@ -21,7 +24,7 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
     if url:
         # Persistent connections (seconds; 0: one per request). A server that is stopped or hung
         # without closing its sockets holds a request on a persistent connection until gunicorn's
-        # --timeout; a new connection fails after POWERCONTEXT_DB_CONNECT_TIMEOUT (docs/operations.md).
+        # --timeout unless POWERCONTEXT_DB_ANSWER_TIMEOUT_MS bounds it (see below).
         _db = dj_database_url.parse(
             url,
             conn_max_age=env_int("POWERCONTEXT_DB_CONN_MAX_AGE", 60),
@@ -60,14 +63,22 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
         _db["TEST"].setdefault("NAME", str(data_dir / "test-powercontext.sqlite3"))
     if _db["ENGINE"] == "django.db.backends.postgresql":
         # A database that is down or hung fails a request within bounds instead of holding a worker:
-        # connecting gives up after POWERCONTEXT_DB_CONNECT_TIMEOUT seconds, a statement after
-        # POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS (0: no limit; e.g. for a long `migrate`). Values set
-        # in DATABASE_URL's query string win. docs/operations.md "Database timeouts".
+        # connecting gives up after POWERCONTEXT_DB_CONNECT_TIMEOUT seconds (psycopg's minimum is
+        # 2), a statement after POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS and a wait for a row lock after
+        # POWERCONTEXT_DB_LOCK_TIMEOUT_MS (0: no limit; e.g. for a long `migrate`). Values set in
+        # DATABASE_URL's query string win. A server that hangs answers nothing, so no server-side
+        # timeout fires: in a request, our backend gives up after POWERCONTEXT_DB_ANSWER_TIMEOUT_MS
+        # (powercontext/core/db_faults.py). docs/operators.md "Database faults".
+        _db["ENGINE"] = POSTGRESQL_ENGINE
         _db.setdefault("OPTIONS", {})
-        _db["OPTIONS"].setdefault("connect_timeout", env_int("POWERCONTEXT_DB_CONNECT_TIMEOUT", 5, minimum=1))
-        _statement_ms = env_int("POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000)
-        if _statement_ms and "statement_timeout" not in str(_db["OPTIONS"].get("options", "")):
-            _db["OPTIONS"]["options"] = (
-                f"{_db['OPTIONS'].get('options', '')} -c statement_timeout={_statement_ms}".strip()
-            )
+        _db["OPTIONS"].setdefault("connect_timeout", env_int("POWERCONTEXT_DB_CONNECT_TIMEOUT", 2, minimum=1))
+        for name, variable, default in (
+            ("statement_timeout", "POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000),
+            ("lock_timeout", "POWERCONTEXT_DB_LOCK_TIMEOUT_MS", 2000),
+        ):
+            milliseconds = env_int(variable, default)
+            if milliseconds and name not in str(_db["OPTIONS"].get("options", "")):
+                _db["OPTIONS"]["options"] = (
+                    f"{_db['OPTIONS'].get('options', '')} -c {name}={milliseconds}".strip()
+                )
     return _db

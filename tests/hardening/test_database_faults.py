@@ -111,3 +111,50 @@ def test_a_hung_database_fails_requests_within_the_connect_timeout(stack: dict[s
     # POWERCONTEXT_DB_CONNECT_TIMEOUT=2: a request fails after about that, never hangs.
     assert max(timings) < 2 + 1.5, timings
     wait_until(lambda: client.get("/health/ready").status_code == 200, 60, "readiness to recover")
+
+
+@pytest.mark.integration
+def test_a_hung_database_with_the_defaults_gives_fast_503s_and_loses_nothing(stack: dict[str, Any]) -> None:
+    """The default settings (persistent connections, health checks): every PostgreSQL process
+    stopped (SIGSTOP) while the workers hold open connections to it."""
+    client = httpx.Client(base_url=stack["url"], timeout=60)
+    acknowledged = []
+    for i in range(4):  # both workers hold a connection to the server that is about to hang
+        text = f"a note acknowledged before the hang {i}"
+        assert client.post("/v1/memory/remember", json={**REMEMBER, "text": text}).status_code == 200
+        acknowledged.append(text)
+    search = {"scope_id": REMEMBER["scope_id"], "query": "note"}
+
+    stack["cluster"].freeze()
+    try:
+        timings: dict[str, list[float]] = {"write": [], "read": [], "ready": [], "live": []}
+        for _ in range(3):
+            for kind, send in (
+                ("write", lambda: client.post("/v1/memory/remember", json=REMEMBER)),
+                ("read", lambda: client.post("/v1/memory/search", json=search)),
+                ("ready", lambda: client.get("/health/ready")),
+            ):
+                started = time.monotonic()
+                response = send()
+                timings[kind].append(time.monotonic() - started)
+                assert response.status_code == 503, (kind, response.text[:200])
+                assert int(response.headers["Retry-After"]) > 0
+            started = time.monotonic()
+            assert client.get("/health/live").status_code == 200
+            timings["live"].append(time.monotonic() - started)
+    finally:
+        stack["cluster"].thaw()
+
+    print("hung database, seconds to answer:", {k: [round(t, 3) for t in v] for k, v in timings.items()})
+    assert max(timings["write"] + timings["read"]) <= 3.0, timings
+    assert max(timings["ready"]) <= 2.0 + 1.0, timings  # POWERCONTEXT_READY_TIMEOUT_MS=2000 and a margin
+    assert max(timings["live"]) <= 0.05, timings
+    log = stack["log"].read_text(errors="replace")
+    assert "database did not answer within" in log and "Traceback" not in log
+
+    wait_until(lambda: client.get("/health/ready").status_code == 200, 60, "readiness to recover")
+    assert client.post("/v1/memory/remember", json={**REMEMBER, "text": "after the hang"}).status_code == 200
+    listed = client.post("/v1/memory/entries/list", json={"scope_id": REMEMBER["scope_id"]})
+    assert listed.status_code == 200, listed.text[:200]
+    texts = {entry["text"] for entry in listed.json()["entries"]}
+    assert {*acknowledged, "after the hang"} <= texts  # nothing acknowledged was lost

@@ -103,13 +103,14 @@ def test_readiness_is_503_with_retry_after_while_the_database_is_down() -> None:
 def test_postgresql_connections_get_connect_and_statement_timeouts(tmp_path: Any) -> None:
     code = (
         "import django; django.setup(); from django.conf import settings; "
-        "print(settings.DATABASES['default']['OPTIONS'])"
+        "print(settings.DATABASES['default']['ENGINE'], settings.DATABASES['default']['OPTIONS'])"
     )
     url = "postgres://u:p@127.0.0.1:1/db"
     default = run_python(code, child_env(tmp_path, DATABASE_URL=url, SECRET_KEY="k" * 50))
     assert default.returncode == 0, default.stderr
-    assert "'connect_timeout': 5" in default.stdout
-    assert "-c statement_timeout=60000" in default.stdout
+    assert default.stdout.startswith("powercontext.core.postgresql ")  # bounded waits on a hung server
+    assert "'connect_timeout': 2" in default.stdout
+    assert "-c statement_timeout=60000 -c lock_timeout=2000" in default.stdout
 
     tuned = run_python(
         code,
@@ -117,17 +118,19 @@ def test_postgresql_connections_get_connect_and_statement_timeouts(tmp_path: Any
             tmp_path,
             DATABASE_URL=url,
             SECRET_KEY="k" * 50,
-            POWERCONTEXT_DB_CONNECT_TIMEOUT="2",
+            POWERCONTEXT_DB_CONNECT_TIMEOUT="3",
             POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS="1500",
+            POWERCONTEXT_DB_LOCK_TIMEOUT_MS="700",
         ),
     )
-    assert "'connect_timeout': 2" in tuned.stdout and "statement_timeout=1500" in tuned.stdout
+    assert "'connect_timeout': 3" in tuned.stdout and "statement_timeout=1500" in tuned.stdout
+    assert "lock_timeout=700" in tuned.stdout
 
     off = run_python(
         code,
         child_env(tmp_path, DATABASE_URL=url, SECRET_KEY="k" * 50, POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS="0"),
     )
-    assert "statement_timeout" not in off.stdout
+    assert "statement_timeout" not in off.stdout and "lock_timeout=2000" in off.stdout
 
 
 @pytest.mark.postgres_only

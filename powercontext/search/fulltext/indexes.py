@@ -36,7 +36,14 @@ class Index:
     fts_table: str
     # Yields (document pk, scope id, terms) for every authoritative row, ordered by pk.
     expected: Callable[[str | None], Iterator[tuple[int, str, list[str]]]]
-    scopes: Callable[[], list[str]]
+    # The head rows whose writers maintain this index's rows (in the writer's transaction, holding
+    # the head's row lock): a rebuild of a scope locks them too, so no writer commits half way.
+    heads: Callable[[], models.QuerySet[Artifact]]
+
+    def scopes(self) -> models.QuerySet[Artifact, str]:
+        """The scope ids that have a head (ordered, distinct): evaluated when used, so a
+        ``scope_id__in`` filter sees scopes created since the caller started."""
+        return self.heads().order_by("scope_id").values_list("scope_id", flat=True).distinct()
 
 
 def batched(rows: Any, pk: str) -> Iterator[Any]:
@@ -65,25 +72,16 @@ def _expected_experience(scope_id: str | None) -> Iterator[tuple[int, str, list[
         yield pk, scope, text.split()
 
 
-def _memory_scopes() -> list[str]:
-    return list(
-        Artifact.objects.filter(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
-        .order_by("scope_id")
-        .values_list("scope_id", flat=True)
-    )
+def _memory_heads() -> models.QuerySet[Artifact]:
+    return Artifact.objects.filter(family=MEMORY_FAMILY, artifact_id=MEMORY_ARTIFACT_ID)
 
 
-def _experience_scopes() -> list[str]:
-    return list(
-        Artifact.objects.filter(family=EXPERIENCE_FAMILY)
-        .order_by("scope_id")
-        .values_list("scope_id", flat=True)
-        .distinct()
-    )
+def _experience_heads() -> models.QuerySet[Artifact]:
+    return Artifact.objects.filter(family=EXPERIENCE_FAMILY)
 
 
 MEMORY_INDEX = Index(
-    "memory", MemorySearchDocument, "membership_id", "memory_fts", _expected_memory, _memory_scopes
+    "memory", MemorySearchDocument, "membership_id", "memory_fts", _expected_memory, _memory_heads
 )
 EXPERIENCE_INDEX = Index(
     "experience",
@@ -91,7 +89,7 @@ EXPERIENCE_INDEX = Index(
     "head_id",
     "experience_fts",
     _expected_experience,
-    _experience_scopes,
+    _experience_heads,
 )
 INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
 

@@ -29,10 +29,13 @@ class Command(ScopedCommand):
         parser.add_argument("--verify-only", action="store_true", help="compare only; write nothing")
         parser.add_argument("--repair", action="store_true", help="with --verify-only: rebuild what drifted")
 
+    def _say_waiting(self) -> None:
+        self.stderr.write("another index rebuild or verify is running: waiting for it to finish")
+
     def handle(self, *args: Any, **options: Any) -> None:
         scope_id = self.scope_id(options)
         if options["verify_only"]:
-            with maintenance_lock():  # waits for a rebuild or verify in progress
+            with maintenance_lock(on_wait=self._say_waiting):  # waits for a rebuild or verify in progress
                 report = search.verify_index(scope_id=scope_id, repair=options["repair"])
             counters = feedback_services.counters_verify_all(scope_id=scope_id, repair=options["repair"])
             body = {**report.as_dict(), "feedback_counters": counters.as_dict()}
@@ -47,7 +50,7 @@ class Command(ScopedCommand):
             raise CommandError("--repair goes with --verify-only (a rebuild always repairs)")
         total = search.count_expected(scope_id)
         with self.progress_bar(options, total=total, unit="rows", desc="rebuild") as bar:
-            with maintenance_lock():
+            with maintenance_lock(on_wait=self._say_waiting):
                 written = search.rebuild_index(scope_id=scope_id, progress=bar.update)
         self.stdout.write(f"rebuilt {written} index rows")
         counted = feedback_services.counters_rebuild_all(scope_id=scope_id)

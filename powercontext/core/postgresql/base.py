@@ -1,0 +1,48 @@
+"""``ENGINE = "powercontext.core.postgresql"``: Django's PostgreSQL backend whose statements and
+connection health checks wait on the server no longer than the current answer limit
+(``powercontext.core.db_faults.bounded``). Everything else is Django's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import OperationalError
+from django.db.backends.postgresql import base
+
+from powercontext.core import db_faults
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._health_check_cut = False
+        # The outermost wrapper of every statement; a test's own execute_wrapper goes inside.
+        self.execute_wrappers.append(self._bounded_execute)
+
+    def _socket(self) -> int | None:
+        connection = self.connection
+        return None if connection is None or connection.closed else int(connection.pgconn.socket)
+
+    def _bounded_execute(
+        self, execute: Callable[..., Any], sql: Any, params: Any, many: bool, context: dict[str, Any]
+    ) -> Any:
+        with db_faults.bounded(self._socket):
+            return execute(sql, params, many, context)
+
+    def is_usable(self) -> bool:
+        # Django's health check (a SELECT 1 at a request's first query, and after an error) sends
+        # its query past the execute wrappers: bound it too, in every process, since it should
+        # never take long.
+        with db_faults.bounded(self._socket, db_faults.health_check_limit()) as cut:
+            usable = bool(super().is_usable())
+        self._health_check_cut = cut.fired
+        return usable
+
+    def close_if_health_check_failed(self) -> None:
+        super().close_if_health_check_failed()
+        if self._health_check_cut:
+            # The server did not answer: fail now rather than spend the connect timeout on a
+            # new connection to the same hung server within this request.
+            self._health_check_cut = False
+            raise OperationalError("the database did not answer the health check")
