@@ -39,6 +39,7 @@ run_pass() {
     env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_page --json "bench-results/${name}-review-page.json"
     env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_bulk_approve --json "bench-results/${name}-bulk-approve.json"
     env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_queue --json "bench-results/${name}-review-queue.json"
+    env -u CELERY_BROKER_URL DATABASE_URL="$url" "$PY" manage.py bench_review_near --json "bench-results/${name}-review-near.json"
   fi
   if [ "${BENCH_SKIP_HTTP:-0}" != "1" ]; then
     env -u CELERY_BROKER_URL DATABASE_URL="$url" POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE="$BENCH_FEEDBACK_RATE" \

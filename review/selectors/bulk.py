@@ -1,8 +1,9 @@
 """Bulk selection in the Review Inbox: "select all N matching" as the reviewer saw it, and which
 selected rows a bulk approval leaves out unless the reviewer includes them explicitly: items
-flagged for hidden characters or text (as the candidate page warns about them) and stale updates
+flagged for hidden characters or text (as the candidate page warns about them), stale updates
 (the revision they target is no longer their Artifact's head, so approving them as they stand
-cannot succeed: rebase first)."""
+cannot succeed: rebase first) and later copies of a near-duplicate pair (as the queue flags
+them: approving both copies would store the same lesson twice)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from powercontext.core.models import Artifact
 from review import textmarks
 from review.models import Candidate, CandidateVersion
 from review.selectors.queue import proposal_texts
+from review.selectors.similar import near_duplicate_flags
 
 BULK_MAX = 200
 
@@ -102,8 +104,24 @@ def stale_items(items: list[tuple[int, int]]) -> set[tuple[int, int]]:
     }
 
 
+def near_duplicate_items(items: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The ``(pk, version)`` items whose candidate the queue flags as the later copy of a
+    near-duplicate pair (``similar.near_duplicate_flags``), each with the earlier one it copies
+    (``#12`` or ``exp_…``). The earlier copy is never among them. A fixed number of queries."""
+    wanted = set(items)
+    rows = list(
+        Candidate.objects.filter(pk__in={pk for pk, _ in wanted})
+        .select_related("latest")
+        .defer("latest__proposal")
+    )
+    flags = near_duplicate_flags(rows)
+    return {(pk, version): flag.short for pk, version in wanted if (flag := flags.get(pk)) is not None}
+
+
 def held_back(items: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """The items a bulk approval leaves out, each with why: ``flagged`` or ``stale``."""
-    held = {item: "stale" for item in stale_items(items)}
+    """The items a bulk approval leaves out, each with why: ``flagged``, ``stale`` or
+    ``near:<the earlier copy>`` (``#12`` or ``exp_…``)."""
+    held = {item: f"near:{of}" for item, of in near_duplicate_items(items).items()}
+    held.update({item: "stale" for item in stale_items(items)})
     held.update({item: "flagged" for item in flagged_items(items)})
     return held

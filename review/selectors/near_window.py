@@ -29,6 +29,7 @@ PENDING_SCAN = 500  # newest pending candidates of the scopes compared (one quer
 APPROVED_SCAN = 500  # newest approved Experience heads compared
 APPROVED_BYTES = 1_000_000  # ... and at most this much text (measured on their searchable text)
 SKILL_SCAN = 100  # newest approved Skill heads compared (their content is read)
+NONE = -1  # a primary key no row has
 DEFAULT_THRESHOLD = 0.4  # calibrated on powercontext/evaluation/data/near_duplicates.jsonl
 
 
@@ -85,6 +86,8 @@ class Window:
     members: list[Member] = field(default_factory=list)
     weights: nearness.Weights = field(default_factory=nearness.Weights.uniform)
     index: dict[int | str, Member] = field(default_factory=dict)
+    _prefix: tuple[float, nearness.PrefixIndex] | None = None
+    _position: dict[int, int] = field(default_factory=dict)
 
     def add(self, member: Member) -> None:
         same = self.index.get(member.key)
@@ -102,6 +105,18 @@ class Window:
 
     def sketch_of(self, hashes: list[int], count: int) -> nearness.Sketched:
         return nearness.sketched(hashes, count, self.weights)
+
+    def near_candidates(self, member: Member, limit: float) -> list[Member]:
+        """The members that may score at least ``limit`` with ``member`` (one of them, after
+        ``seal``): ``nearness.PrefixIndex``, built once per window and limit, so flagging every
+        member costs about the pairs that share a rare word, not all pairs."""
+        if self._prefix is None or self._prefix[0] != limit:
+            sketches = [m.sketch or nearness.sketched([], 0, self.weights) for m in self.members]
+            self._prefix = (limit, nearness.PrefixIndex(sketches, self.weights, limit))
+            self._position = {id(m): number for number, m in enumerate(self.members)}
+        index = self._prefix[1]
+        number = self._position[id(member)]
+        return [self.members[other] for other in sorted(index.candidates(number))]
 
 
 Windows = dict[tuple[str, str], "Window"]  # by (family, scope)
@@ -150,7 +165,7 @@ def _approved_experiences(scopes: list[str], into: Windows) -> None:
             break
         chosen.append(head_pk)
     rows = (
-        heads.filter(pk__in=chosen)
+        heads.filter(pk__in=[*chosen, NONE])  # NONE: the query runs even when nothing is chosen
         .annotate(content=Subquery(_head_content()))
         .values_list("pk", "scope_id", "artifact_id", "current_revision", "content")
     )

@@ -14,7 +14,9 @@ the candidate page lists the best matches with a one-click "Reject as duplicate 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -256,12 +258,37 @@ def duplicate_of(similar: Sequence[Similar]) -> Similar | None:
     return next((s for s in similar if s.near_duplicate and s.earlier), None)
 
 
+_MEMO: ContextVar[dict[int, Similar | None] | None] = ContextVar("near_duplicate_flags", default=None)
+
+
+@contextmanager
+def flags_memo() -> Iterator[None]:
+    """Within the block, ``near_duplicate_flags`` computes each candidate's flag once (a read-only
+    request: the queue's ``?near=1`` filter, the family counts and the page ask for the same
+    rows)."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, Similar | None]:
     """The queue's row flag: for each pending Experience or Skill candidate of one page
     (``latest`` selected), the earlier near-duplicate it is the later copy of (the most
     similar; None when it has none: it is no copy, or it is the earlier of its pair). Its own
     target is excluded. A fixed number of queries per family (``near_window``); a match outside
-    the window goes unflagged (the candidate page also searches approved Experiences)."""
+    the window goes unflagged (the candidate page also searches approved Experiences). Within ``flags_memo``, each candidate's flag is computed once."""
+    memo = _MEMO.get()
+    if memo is None:
+        return _near_duplicate_flags(candidates)
+    missing = [c for c in candidates if c.pk not in memo]
+    if missing:
+        memo.update(_near_duplicate_flags(missing))
+    return {c.pk: memo[c.pk] for c in candidates if c.pk in memo}
+
+
+def _near_duplicate_flags(candidates: Sequence[Candidate]) -> dict[int, Similar | None]:
     page = [
         c
         for c in candidates
@@ -294,7 +321,7 @@ def _flag(candidate: Candidate, window: near_window.Window, limit: float, family
     latest = candidate.latest
     target = latest.target.get("artifact_id") if latest and isinstance(latest.target, dict) else None
     best: tuple[float, Member] | None = None
-    for other in window.members:
+    for other in window.near_candidates(me, limit):
         if other is me or other.sketch is None or (target and other.artifact_id == target):
             continue
         if not near_window.earlier(other.order, me.order) or not nearness.may_reach(

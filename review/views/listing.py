@@ -20,6 +20,7 @@ from review.selectors import counts as count_selectors
 from review.selectors import queue as queue_selectors
 from review.selectors import reasons as reason_selectors
 from review.selectors import reports as report_selectors
+from review.selectors import similar as similar_selectors
 from review.services import changes as changes_service
 from review.views.common import (
     bad_request_page,
@@ -41,6 +42,11 @@ def queue(request: HttpRequest) -> HttpResponse:
     # page and its count are read, so a candidate arriving meanwhile is neither counted nor
     # decided (issue 20, N10).
     seen = int(timezone.now().timestamp() * 1_000_000)
+    with similar_selectors.flags_memo():  # the near filter, the counts and the page: flags once
+        return _queue(request, seen)
+
+
+def _queue(request: HttpRequest, seen: int) -> HttpResponse:
     filterset = filterset_for(request)
     valid = filterset.is_valid()
     status = filterset.status_value if valid else ""
@@ -110,6 +116,13 @@ HELD_WORDS = {
 }
 
 
+def held_words(why: str) -> str:
+    """What a bulk approval's message says of a held item (``selectors.bulk.held_back``)."""
+    if why.startswith("near:"):
+        return f"near-duplicate of {why.removeprefix('near:')}"
+    return HELD_WORDS[why]
+
+
 def _links(items: list[tuple[int, str]], qs: str) -> SafeString:
     return format_html_join(
         ", ", '<a href="{}">#{}</a> ({})', ((candidate_url(pk, qs), pk, why) for pk, why in items)
@@ -143,7 +156,7 @@ def _bulk_message(
             text,
             len(held),
             "" if len(held) == 1 else "s",
-            _links([(pk, HELD_WORDS[why]) for pk, why in held], qs),
+            _links([(pk, held_words(why)) for pk, why in held], qs),
             "it" if len(held) == 1 else "them",
             "its" if len(held) == 1 else "their",
             "it" if len(held) == 1 else "them",
@@ -179,8 +192,8 @@ def queue_bulk(request: HttpRequest) -> HttpResponse:
     them), each in its own transaction, committed at once; back to the queue with "8 approved,
     2 conflicts" and an Undo of the batch (``views/undo.py``).
 
-    Guard: a bulk approval leaves out items flagged for hidden characters and stale updates
-    (``selectors.bulk``) unless ``include_flagged`` is ticked, and says which and why. A
+    Guard: a bulk approval leaves out items flagged for hidden characters, stale updates and
+    later copies of a near-duplicate pair (``selectors.bulk``) unless ``include_flagged`` is ticked, and says which and why. A
     refused form (a reject without a reason, an empty selection) decides nothing."""
     if not can_review(request):
         return forbidden_page(request)

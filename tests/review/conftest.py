@@ -66,13 +66,27 @@ def make_source(
     return {"name": captured.source_type, "source_id": captured.source_id}
 
 
+_SYLLABLES = "ka lo mi ner sto pa ri ven tu dex qua zol fen gri bax mur tel sin vop hak".split()
+
+
+def _words(number: int, count: int) -> list[str]:
+    """``count`` made-up words of their own for factory item ``number`` (so two factory
+    proposals are distinct lessons, never near-duplicates of each other)."""
+    out = []
+    for k in range(count):
+        value = number * count + k
+        out.append("".join(_SYLLABLES[(value // 20**i) % 20] for i in range(3)) + "x")
+    return out
+
+
 def experience(**overrides: str) -> dict[str, str]:
     number = next(_counter)
+    a, b, c, d, e, f, g, h = _words(number, 8)
     proposal = {
-        "situation": f"A migration timed out on a large table ({number}).",
-        "action": "Split the migration into batches of ten thousand rows.",
-        "outcome": "The migration finished in four minutes without locking writers.",
-        "lesson": f"Batch big data migrations so they never hold a long table lock ({number}).",
+        "situation": f"A migration of the {a} table timed out on {b} ({number}).",
+        "action": f"Split the {c} migration into batches of {d} rows.",
+        "outcome": f"The {e} migration finished without locking {f}.",
+        "lesson": f"Batch {g} so {h} stays quick ({number}).",
     }
     proposal.update(overrides)
     return proposal

@@ -306,7 +306,11 @@ def test_bulk_approve_leaves_flagged_items_for_their_own_page(reviewer: User, le
 
 
 def test_bulk_approve_takes_ordinary_markdown(reviewer: User) -> None:
-    ordinary = [make_candidate(proposal=experience(lesson=text)) for text in ORDINARY_MARKDOWN]
+    # One scope each: two of these lessons both point at docs.example/start (near-duplicates).
+    ordinary = [
+        make_candidate(f"md-{n}", proposal=experience(lesson=text))
+        for n, text in enumerate(ORDINARY_MARKDOWN)
+    ]
     client = client_for(reviewer)
 
     response = client.post(
@@ -382,3 +386,44 @@ def test_bulk_approve_checks_hidden_text_within_a_budget_and_leaves_the_rest(
     client.post(BULK + "?family=experience", {"decision": "approve", "item": [f"{plain.pk}:1"], "seen": 1})
 
     assert statuses(plain) == ["pending"]
+
+
+def test_bulk_approve_leaves_the_later_copy_of_a_near_duplicate_pair_out(reviewer: User) -> None:
+    lesson = "Rotate the staging TLS certificates two weeks before the quarterly audit."
+    original = make_candidate(proposal=experience(lesson=lesson))
+    copy = make_candidate(
+        proposal={**original.latest.proposal, "lesson": lesson.replace("the quarterly", "every quarterly")}
+    )  # type: ignore[union-attr]
+    plain = make_candidate()
+    client = client_for(reviewer)
+    items = [f"{c.pk}:1" for c in (original, copy, plain)]
+
+    response = client.post(BULK + "?family=experience", {"decision": "approve", "item": items, "seen": 1})
+
+    page = messages_of(client, response)
+    assert "2 approved. Left out 1 flagged item:" in page
+    assert f"#{copy.pk}</a> (near-duplicate of #{original.pk})" in page
+    assert statuses(original, copy, plain) == ["approved", "pending", "approved"]
+
+    # Ticked "Include flagged items": the reviewer approves it knowingly.
+    client.post(
+        BULK + "?family=experience",
+        {"decision": "approve", "item": [f"{copy.pk}:1"], "include_flagged": "1", "seen": 1},
+    )
+    assert statuses(copy) == ["approved"]
+
+
+def test_select_all_matching_leaves_a_near_duplicate_out_and_rejecting_it_is_allowed(reviewer: User) -> None:
+    lesson = "Vacuum the events table after every bulk delete of old rows."
+    original = make_candidate(proposal=experience(lesson=lesson))
+    copy = make_candidate(proposal=dict(original.latest.proposal))  # type: ignore[union-attr]
+    client = client_for(reviewer)
+
+    client.post(BULK + "?family=experience", {"decision": "approve", "all_matching": "1", "seen": seen_now()})
+    assert statuses(original, copy) == ["approved", "pending"]
+
+    client.post(
+        BULK + "?family=experience",
+        {"decision": "reject", "reason": "Duplicate.", "item": [f"{copy.pk}:1"], "seen": 1},
+    )
+    assert statuses(copy) == ["rejected"]

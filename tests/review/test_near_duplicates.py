@@ -206,3 +206,69 @@ def test_the_migration_refills_every_versions_sketch_skills_included() -> None:
         version = CandidateVersion.objects.get(candidate=candidate)
         found = nearness.terms(version.proposal, candidate.family)
         assert found and (version.terms_sketch, version.terms_count) == (nearness.sketch(found), len(found))
+
+
+# --- issue 32: template-built corpora, the prefix index, bulk approval ------------------------------
+
+
+def test_a_word_every_proposal_of_a_large_window_holds_weighs_almost_nothing() -> None:
+    common, rare = 1, 2
+    large = nearness.Weights([[common, 1000 + n] for n in range(500)] + [[common, rare]])
+    assert large.of(common) < 0.1 * large.of(rare)
+    small = nearness.Weights([[common, 3], [common, rare]])  # two proposals: no sign of a template
+    assert small.of(common) > 0.9 and small.of(rare) > small.of(common)
+
+
+def test_the_prefix_index_misses_no_pair_that_reaches_the_threshold() -> None:
+    from powercontext.evaluation import near_template
+
+    proposals = [item.proposal for item in near_template.corpus(size=60, copies=12, seed=3)]
+    proposals += [_templated(lesson) for lesson in LESSONS]  # small sets: exact comparison
+    proposals += [
+        row[side] for row in near_duplicates.load() if row["family"] == "experience" for side in "ab"
+    ]
+    sets = [nearness.terms(p) for p in proposals]
+    weights = nearness.Weights(nearness.sketch(t) for t in sets)
+    sketches = [nearness.sketched(nearness.sketch(t), len(t), weights) for t in sets]
+    scores = {
+        (one, other): nearness.score(sketches[one], sketches[other], weights)
+        for one in range(len(sketches))
+        for other in range(one + 1, len(sketches))
+    }
+    for threshold in (0.1, 0.25, near_window.DEFAULT_THRESHOLD, 0.7):
+        index = nearness.PrefixIndex(sketches, weights, threshold)
+        reaching = [pair for pair, value in scores.items() if value >= threshold]
+        assert len(reaching) > 20  # the corpus holds pairs at every threshold tried
+        for one, other in reaching:
+            assert other in index.candidates(one) and one in index.candidates(other), (threshold, one, other)
+
+
+@pytest.mark.django_db
+def test_a_template_corpus_flags_its_copies_and_no_distinct_item(
+    reviewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from powercontext.evaluation import near_template
+
+    items = near_template.corpus(size=150, copies=16)
+    rows = [make_candidate("tmpl-corpus", proposal=item.proposal) for item in items]
+    copies = {rows[n].pk: rows[item.copy_of].pk for n, item in enumerate(items) if item.copy_of is not None}
+    assert len(copies) == 16
+    scored: list[int] = []
+    real_score = nearness.score
+
+    def counted(*args: object) -> float:
+        scored.append(1)
+        return real_score(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(nearness, "score", counted)
+    flags = similar.near_duplicate_flags(list(Candidate.objects.select_related("latest").order_by("pk")))
+    flagged = {pk: flag.candidate_pk for pk, flag in flags.items() if flag is not None}
+    true_positives = sum(1 for pk, of in flagged.items() if copies.get(pk) == of)
+    precision, recall = true_positives / len(flagged), true_positives / len(copies)
+    assert (precision, recall) == (1.0, 1.0), (len(flagged), true_positives)
+    # Only pairs sharing a rare word are scored, not all 11,175 pairs.
+    assert len(scored) < 150 * 149 / 2 / 5
+
+    client = Client()
+    client.force_login(reviewer)
+    assert 'data-count="matching">16<' in _queue(client, "?near=1")

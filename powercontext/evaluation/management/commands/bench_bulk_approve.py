@@ -48,11 +48,13 @@ class Command(BaseCommand):
                 scope_id=SCOPE,
                 family=Candidate.Family.EXPERIENCE,
                 submission=services.Submission(
+                    # Words of its own in every field: distinct lessons, none a near-duplicate
+                    # of another (a bulk approval would leave those out).
                     proposal={
-                        "situation": f"Bulk benchmark situation {n}.",
-                        "action": "Did the thing.",
-                        "outcome": "It worked.",
-                        "lesson": f"Bulk benchmark lesson number {n} about flaky builds.",
+                        "situation": f"Bulk benchmark situation b{n}s1 b{n}s2.",
+                        "action": f"Did b{n}a1 b{n}a2.",
+                        "outcome": f"It b{n}o1 b{n}o2.",
+                        "lesson": f"Bulk lesson b{n}l1 b{n}l2 b{n}l3.",
                     },
                     source_refs=[{"name": source.source_type, "source_id": source.source_id}],
                     artifact_refs=[],
