@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from review.models import Candidate
 from tests.review.conftest import experience, make_candidate
 from tests.review.test_inbox_browser import SCOPE, _log_in, _shot, chromium
 
@@ -85,3 +86,44 @@ def test_a_fence_info_string_shows_as_a_label_and_raises_the_hidden_text_banner(
         expect(rendered.locator("pre code")).to_have_text("make")
         _shot(page, "markdown-03-fence-info")
         _axe(page, "candidate with a fence info string")
+
+
+def test_every_hiding_construct_raises_the_banner_and_bulk_approve_leaves_it_out(
+    reviewer: User, live_server: Any
+) -> None:
+    """Issue 32, "Must show": each Markdown construct that carries text the formatted page does
+    not show is bannered on its page, and "Approve selected" over the whole queue approves only
+    the ordinary candidates, naming the flagged ones it left out."""
+    from playwright.sync_api import expect
+
+    from tests.review.conftest import HIDING_MARKDOWN, ORDINARY_MARKDOWN
+    from tests.review.test_inbox_layout_browser import _axe
+
+    hiding = {
+        name: make_candidate(SCOPE, proposal=experience(lesson=text))
+        for name, text in HIDING_MARKDOWN.items()
+    }
+    ordinary = [make_candidate(SCOPE, proposal=experience(lesson=text)) for text in ORDINARY_MARKDOWN[:3]]
+    with chromium() as browser:
+        page = _log_in(browser, live_server.url, "reviewer")
+        for name, candidate in hiding.items():
+            page.goto(f"/review/candidates/{candidate.pk}/")
+            expect(page.locator("[data-textmarks-warning]"), name).to_be_visible()
+        _axe(page, "candidate with hidden text")
+        for candidate in ordinary:
+            page.goto(f"/review/candidates/{candidate.pk}/")
+            expect(page.locator("main")).to_be_visible()
+            assert page.locator("[data-textmarks-warning]").count() == 0, candidate.pk
+        page.goto("/review/")
+        total = len(hiding) + len(ordinary)
+        page.get_by_role("button", name=f"Select all {total} matching").click()
+        page.get_by_role("button", name="Approve selected").click()
+        message = page.locator(".msg.success, .msg").filter(has_text="Left out")
+        expect(message).to_contain_text(f"{len(ordinary)} approved")
+        expect(message).to_contain_text(f"Left out {len(hiding)} flagged items")
+        _shot(page, "32-bulk-hidden-text")
+        _axe(page, "queue after a guarded bulk approval")
+
+    statuses = dict(Candidate.objects.values_list("pk", "status"))
+    assert [statuses[c.pk] for c in ordinary] == ["approved"] * len(ordinary)
+    assert {name: statuses[c.pk] for name, c in hiding.items()} == dict.fromkeys(hiding, "pending")
