@@ -173,10 +173,9 @@ def test_a_revert_that_brings_content_back_is_proposed_for_a_second_reviewer(
     assert ArtifactRevision.objects.get(head=after, revision=3).content == first.latest.proposal
 
 
-def test_a_revert_restoring_a_retired_artifact_is_proposed_too(
-    four_eyes: None, reviewer: User, second: User
-) -> None:
-    first = approve(make_candidate(), second)
+def _approved_then_retired(reviewer: User) -> tuple[Candidate, Artifact]:
+    """An approved Experience (revision 1) that ``reviewer`` then retired."""
+    first = approve(make_candidate(), reviewer)
     head = _head(first)
     services.artifact_retire(
         scope_id="repo",
@@ -184,18 +183,30 @@ def test_a_revert_restoring_a_retired_artifact_is_proposed_too(
         artifact_id=head.artifact_id,
         expected_revision=1,
         reason="Out of date.",
-        reviewer=second,
-    )
-    proposed = services.artifact_revert_propose(
-        scope_id="repo",
-        family="experience",
-        artifact_id=head.artifact_id,
-        expected_revision=1,
-        to_revision=1,
-        expected_state=Artifact.State.RETIRED,
-        reason="It applies again.",
         reviewer=reviewer,
     )
+    return first, head
+
+
+def _restore(head: Artifact, reviewer: User) -> dict[str, Any]:
+    """A revert of the retired ``head`` to its revision 1 (restoring it to recall)."""
+    return {
+        "scope_id": "repo",
+        "family": "experience",
+        "artifact_id": head.artifact_id,
+        "expected_revision": 1,
+        "to_revision": 1,
+        "expected_state": Artifact.State.RETIRED,
+        "reason": "It applies again.",
+        "reviewer": reviewer,
+    }
+
+
+def test_a_revert_restoring_a_retired_artifact_is_proposed_too(
+    four_eyes: None, reviewer: User, second: User
+) -> None:
+    first, head = _approved_then_retired(second)
+    proposed = services.artifact_revert_propose(**_restore(head, reviewer))
     assert _head(first).state == Artifact.State.RETIRED  # still out of recall until approved
     with pytest.raises(services.SelfApprovalForbidden):
         approve(proposed, reviewer)
@@ -204,42 +215,15 @@ def test_a_revert_restoring_a_retired_artifact_is_proposed_too(
 
 
 def test_off_a_revert_writes_the_revision_at_once(reviewer: User, second: User) -> None:
-    first = approve(make_candidate(), second)
-    head = _head(first)
-    services.artifact_retire(
-        scope_id="repo",
-        family="experience",
-        artifact_id=head.artifact_id,
-        expected_revision=1,
-        reason="Out of date.",
-        reviewer=second,
-    )
-    reverted = services.artifact_revert(
-        scope_id="repo",
-        family="experience",
-        artifact_id=head.artifact_id,
-        expected_revision=1,
-        to_revision=1,
-        expected_state=Artifact.State.RETIRED,
-        reason="It applies again.",
-        reviewer=reviewer,
-    )
+    first, head = _approved_then_retired(second)
+    reverted = services.artifact_revert(**_restore(head, reviewer))
     assert (reverted.state, reverted.current_revision) == (Artifact.State.ACTIVE, 2)
 
 
 def test_the_inbox_revert_button_proposes_under_four_eyes(
     four_eyes: None, reviewer: User, second: User, client: Any
 ) -> None:
-    first = approve(make_candidate(), second)
-    head = _head(first)
-    services.artifact_retire(
-        scope_id="repo",
-        family="experience",
-        artifact_id=head.artifact_id,
-        expected_revision=1,
-        reason="Out of date.",
-        reviewer=second,
-    )
+    first, head = _approved_then_retired(second)
     client.force_login(reviewer)
     page = client.get(f"/review/candidates/{first.pk}/?status=approved")
     assert b"Propose the revert" in page.content
