@@ -1,6 +1,6 @@
 """Request changes in Debian's Chromium (issue 32): the reviewer sends a candidate back with a
-comment (the key c, then the button), the proposing agent reads the comment over /v1 and answers
-with a fix naming the candidate, and the reviewer sees the thread (the comment, then the old and
+comment (the key c, then the button), the proposing agent reads the comment over MCP and answers
+with a fix naming the candidate (the MCP tools the agent has), and the reviewer sees the thread (the comment, then the old and
 the new version side by side) and approves. axe-core checks the new page states.
 
 Two browser sessions with the agent's step between them: rows are written and read outside the
@@ -9,6 +9,7 @@ Two browser sessions with the agent's step between them: rows are written and re
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -29,13 +30,21 @@ OLD_ACTION = "Reran the job until it passed."
 NEW_ACTION = "Pinned pip-tools to 7.4.1 in requirements-dev.txt and reran the job."
 
 
-def _agent(token: str, path: str, body: dict[str, Any]) -> Any:
-    return Client().post(
-        f"/v1/artifact-candidates/{path}",
-        body,
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {token}",
+def _agent(token: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One MCP tool call by the agent's token (``/mcp``, JSON-RPC ``tools/call``)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    response = Client().post(
+        "/mcp", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
     )
+    assert response.status_code == 200, response.content
+    result = response.json()["result"]
+    assert not result["isError"], result
+    return dict(result["structuredContent"])
 
 
 def test_request_changes_the_agent_answers_and_the_reviewer_approves_the_new_version(
@@ -65,13 +74,16 @@ def test_request_changes_the_agent_answers_and_the_reviewer_approves_the_new_ver
         _shot(page, "changes-requested")
 
     # The agent: reads the thread, answers with the fix naming the candidate.
-    thread = _agent(agent_token, "thread", {"scope_id": SCOPE, "candidate_id": candidate.candidate_id})
-    assert thread.status_code == 200, thread.content
-    (entry,) = thread.json()["thread"]
+    thread = _agent(
+        agent_token,
+        "get_artifact_candidate_thread",
+        {"scope_id": SCOPE, "candidate_id": candidate.candidate_id},
+    )
+    (entry,) = thread["thread"]
     assert (entry["comment"], entry["field_comments"]) == (COMMENT, {"action": FIELD_COMMENT})
     answered = _agent(
         agent_token,
-        "answer",
+        "answer_artifact_candidate",
         {
             "scope_id": SCOPE,
             "candidate_id": candidate.candidate_id,
@@ -82,7 +94,12 @@ def test_request_changes_the_agent_answers_and_the_reviewer_approves_the_new_ver
             "reason": "Answered the review.",
         },
     )
-    assert answered.status_code == 201, answered.content
+    answer = answered["candidate"]
+    assert (answer["candidate_id"], answer["version"], answer["status"]) == (
+        candidate.candidate_id,
+        2,
+        "pending",
+    )
 
     with chromium() as browser:
         page = _log_in(browser, live_server.url, "reviewer")
