@@ -19,9 +19,9 @@ from context_api.operations.review import (
     CandidateInput,
     DecisionInput,
     EvidenceInput,
-    _plausible_proposal,
-    _submission,
-    _validated_proposal,
+    plausible_proposal,
+    submission_of,
+    validated_proposal,
 )
 from context_api.validation import (
     NON_BLANK,
@@ -115,7 +115,7 @@ def answer_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str,
     As ``revise_artifact_candidate``: the proposal is checked before the candidate is looked up
     (a 404 never hides a schema error), then against the candidate's own family.
     """
-    _plausible_proposal(data["proposal"])
+    plausible_proposal(data["proposal"])
     family = candidate_selectors.candidate_get(
         scope_id=data["scope_id"], candidate_id=data["candidate_id"]
     ).family
@@ -123,7 +123,7 @@ def answer_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str,
         scope_id=data["scope_id"],
         candidate_id=data["candidate_id"],
         expected_version=data["expected_version"],
-        submission=_submission(data, _validated_proposal(family, data["proposal"])),
+        submission=submission_of(data, validated_proposal(family, data["proposal"])),
         proposed_by=caller.user,
     )
     return _with_thread(candidate)

@@ -57,7 +57,9 @@ class EvidenceInput(StrictSerializer):
     reason = StrictCharField(min_length=1, max_length=2000, required=False, allow_null=True, default=None)
 
 
-def _submission(data: dict[str, Any], proposal: dict[str, Any]) -> services.Submission:
+def submission_of(data: dict[str, Any], proposal: dict[str, Any]) -> services.Submission:
+    """The service's submission from a validated propose body and its (validated) proposal
+    (shared with the thread operations, ``operations.changes``)."""
     return services.Submission(
         proposal=proposal,
         source_refs=[dict(ref) for ref in data["source_refs"]],
@@ -67,7 +69,9 @@ def _submission(data: dict[str, Any], proposal: dict[str, Any]) -> services.Subm
     )
 
 
-def _validated_proposal(family: str, proposal: Any) -> dict[str, Any]:
+def validated_proposal(family: str, proposal: Any) -> dict[str, Any]:
+    """``proposal`` validated against ``family``'s schema; errors are located under
+    ``body.proposal``."""
     try:
         return validate(PROPOSAL_SERIALIZERS[family], proposal)
     except InvalidRequest as exc:
@@ -76,14 +80,14 @@ def _validated_proposal(family: str, proposal: Any) -> dict[str, Any]:
         raise
 
 
-def _plausible_proposal(proposal: Any) -> None:
+def plausible_proposal(proposal: Any) -> None:
     """422 unless the proposal satisfies at least one family's schema (the contract's
     ``oneOf``). When it fits none, the errors reported are those of the family it came closest
     to (fewest errors; on a tie, the first family in ``PROPOSAL_FAMILIES`` order)."""
     failures: list[InvalidRequest] = []
     for family in PROPOSAL_SERIALIZERS:
         try:
-            _validated_proposal(family, proposal)
+            validated_proposal(family, proposal)
         except InvalidRequest as exc:
             failures.append(exc)
         else:
@@ -104,7 +108,7 @@ def _propose(family: str, data: dict[str, Any], caller: Caller) -> dict[str, Any
     candidate = services.candidate_propose(
         scope_id=data["scope_id"],
         family=family,
-        submission=_submission(data, dict(data["proposal"])),
+        submission=submission_of(data, dict(data["proposal"])),
         proposed_by=caller.user,
     )
     return render.candidate(candidate)
@@ -222,18 +226,18 @@ def revise_artifact_candidate(data: dict[str, Any], caller: Caller) -> dict[str,
 
     The proposal is checked before the candidate is looked up, so a malformed request is 422
     whether or not the candidate exists (a 404 never hides a schema error): see
-    ``_plausible_proposal``. Then it must fit the candidate's own family (422 otherwise).
+    ``plausible_proposal``. Then it must fit the candidate's own family (422 otherwise).
     """
-    _plausible_proposal(data["proposal"])
+    plausible_proposal(data["proposal"])
     family = candidate_selectors.candidate_get(
         scope_id=data["scope_id"], candidate_id=data["candidate_id"]
     ).family
-    proposal = _validated_proposal(family, data["proposal"])
+    proposal = validated_proposal(family, data["proposal"])
     candidate = services.candidate_revise(
         scope_id=data["scope_id"],
         candidate_id=data["candidate_id"],
         expected_version=data["expected_version"],
-        submission=_submission(data, proposal),
+        submission=submission_of(data, proposal),
         reviewer=caller.user,
     )
     return render.candidate(candidate)

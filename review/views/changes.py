@@ -5,6 +5,8 @@ conflict page, a form error comes back to the candidate page with the posted tex
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -36,9 +38,38 @@ from review.views.common import (
 from review.views.undo import offer_undo
 
 
-def _posted(request: HttpRequest, pk: int) -> tuple[Candidate | HttpResponse, ChangesForm, str]:
+def _post_to_thread(
+    request: HttpRequest,
+    pk: int,
+    action: str,
+    call: Callable[..., object],
+    done: Callable[[int, int, str], HttpResponse],
+) -> HttpResponse:
+    """The shared skeleton of the thread's two POSTs: validate the form, ``call`` the service
+    (guarded by ``expected_version``), and answer with ``done(pk, expected_version, qs)``; a stale
+    or decided candidate renders the conflict page, a form error returns to the candidate page
+    with the posted text."""
     qs = filterset_for(request).querystring()
-    return _action_target(request, pk, qs), ChangesForm(request.POST), qs
+    candidate = _action_target(request, pk, qs)
+    if isinstance(candidate, HttpResponse):
+        return candidate
+    form = ChangesForm(request.POST)
+    if form.is_valid():
+        expected = form.cleaned_data["expected_version"]
+        try:
+            call(
+                **acting_on(request, candidate),
+                expected_version=expected,
+                comment=form.cleaned_data["comment"],
+                field_comments=form.field_comments(),
+            )
+        except CONFLICTS as exc:
+            return _conflict(request, pk, exc, action=action, expected_version=expected)
+        except InvalidRequest as exc:
+            add_service_errors(form, exc)
+        else:
+            return done(pk, expected, qs)
+    return redirect_to_form(request, pk, "changes", form, candidate_url(pk, qs) + "#changes")
 
 
 @action_login_required
@@ -46,60 +77,32 @@ def _posted(request: HttpRequest, pk: int) -> tuple[Candidate | HttpResponse, Ch
 def candidate_request_changes(request: HttpRequest, pk: int) -> HttpResponse:
     """Send the candidate back to its proposer, then go on to the next candidate, whose page
     offers Undo (the toast posts to ``changes_undo``)."""
-    candidate, form, qs = _posted(request, pk)
-    if isinstance(candidate, HttpResponse):
-        return candidate
-    if form.is_valid():
-        expected = form.cleaned_data["expected_version"]
-        try:
-            changes_service.candidate_request_changes(
-                **acting_on(request, candidate),
-                expected_version=expected,
-                comment=form.cleaned_data["comment"],
-                field_comments=form.field_comments(),
-            )
-        except CONFLICTS as exc:
-            return _conflict(request, pk, exc, action="request changes", expected_version=expected)
-        except InvalidRequest as exc:
-            add_service_errors(form, exc)
-        else:
-            message = format_html(
-                'Requested changes on candidate #{} (version {}); it waits for its proposer. <a href="{}" '
-                "data-result>View the thread</a>",
-                pk,
-                expected,
-                decided_url(pk, Candidate.Status.CHANGES_REQUESTED),
-            )
-            messages.success(request, message, extra_tags=f"changes:{pk}")
-            offer_undo(request, [pk], f"Requested changes on #{pk}.", qs, url=reverse("review:changes-undo"))
-            return sharing.after_decision(request, pk)
-    return redirect_to_form(request, pk, "changes", form, candidate_url(pk, qs) + "#changes")
+
+    def done(pk: int, expected: int, qs: str) -> HttpResponse:
+        message = format_html(
+            'Requested changes on candidate #{} (version {}); it waits for its proposer. <a href="{}" '
+            "data-result>View the thread</a>",
+            pk,
+            expected,
+            decided_url(pk, Candidate.Status.CHANGES_REQUESTED),
+        )
+        messages.success(request, message, extra_tags=f"changes:{pk}")
+        offer_undo(request, [pk], f"Requested changes on #{pk}.", qs, url=reverse("review:changes-undo"))
+        return sharing.after_decision(request, pk)
+
+    return _post_to_thread(request, pk, "request changes", changes_service.candidate_request_changes, done)
 
 
 @action_login_required
 @require_http_methods(["GET", "POST"])
 def candidate_comment(request: HttpRequest, pk: int) -> HttpResponse:
     """A comment without a decision: back to the candidate page, which shows it in the thread."""
-    candidate, form, qs = _posted(request, pk)
-    if isinstance(candidate, HttpResponse):
-        return candidate
-    if form.is_valid():
-        expected = form.cleaned_data["expected_version"]
-        try:
-            changes_service.candidate_comment(
-                **acting_on(request, candidate),
-                expected_version=expected,
-                comment=form.cleaned_data["comment"],
-                field_comments=form.field_comments(),
-            )
-        except CONFLICTS as exc:
-            return _conflict(request, pk, exc, action="comment", expected_version=expected)
-        except InvalidRequest as exc:
-            add_service_errors(form, exc)
-        else:
-            messages.success(request, f"Commented on candidate #{pk}.", extra_tags=f"changes:{pk}")
-            return HttpResponseRedirect(candidate_url(pk, qs) + "#thread")
-    return redirect_to_form(request, pk, "changes", form, candidate_url(pk, qs) + "#changes")
+
+    def done(pk: int, expected: int, qs: str) -> HttpResponse:
+        messages.success(request, f"Commented on candidate #{pk}.", extra_tags=f"changes:{pk}")
+        return HttpResponseRedirect(candidate_url(pk, qs) + "#thread")
+
+    return _post_to_thread(request, pk, "comment", changes_service.candidate_comment, done)
 
 
 @login_required
