@@ -20,14 +20,15 @@ Snowball algorithms):
   to its Snowball English stem, so "painted", "painting" and "paints" meet; other terms (digits,
   non-ASCII words, CJK, emoji) are kept as they are;
 - a document in another language that Snowball has (``STEMMERS``; the caller tells the language,
-  once per document: ``language_id``) also holds each word's stem in that language, where it
-  differs from the English form (``document_index_terms``): "kitaplarımızdan" is indexed as itself
-  and as "kitap";
+  once per document: ``language_id``) also holds each word's stem in that language, marked with
+  the language (``language_term``: "tr:kitap"), so a stem only ever meets a stem of the same
+  language (``document_index_terms``): "kitaplarımızdan" is indexed as itself and as "tr:kitap";
 - a query is looked up by each content word's forms (``query_groups``): its stem in the query's
   language and its English form, one *group* per word, so a Turkish question finds a Turkish note
   by the stem and an English note that names "Celery" by the English form; an English query by
   the English form alone, as before. The lexical share counts a word once, whichever form a
-  document holds (``bm25.idf_weights``).
+  document holds (``bm25.idf_weights``). A word whose stem is one of its language's stop words'
+  ("együnk", "egy") is no content word either (``content_words``).
 
 Queries also drop stop words (``query_terms``: English function words, and those of the query's
 own language as ``language_id`` tells it, ``languages``), so a question such as "what did Ann say about kayaking" ranks by
@@ -208,18 +209,19 @@ def _stemmable(term: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def language_term(term: str, language: str) -> str:
-    """``term``'s stem in ``language`` when Snowball has the language and the term is a word,
-    else its English form (``index_term``)."""
+    """``term``'s stem in ``language`` marked with the language ("tr:kitap": no analyzer term
+    holds ":", so it meets only the same language's stems) when Snowball has the language and the
+    term is a word, else its English form (``index_term``)."""
     algorithm = STEMMERS.get(language)
     if algorithm is None or not _stemmable(term):
         return index_term(term)
     stemmed: str = snowballstemmer.stemmer(algorithm).stemWord(term)  # one per call: thread-safe
-    return stemmed
+    return f"{language}:{stemmed}"
 
 
 def document_index_terms(terms: Iterable[str], language: str) -> list[str]:
     """A document's index terms, in order (duplicates kept: they are term frequency): each term's
-    English form, followed by its stem in the document's ``language`` where that differs."""
+    English form, followed by its stem in the document's ``language`` where it has one."""
     if language not in STEMMERS:
         return index_terms(terms)
     found: list[str] = []
@@ -233,6 +235,21 @@ def document_index_terms(terms: Iterable[str], language: str) -> list[str]:
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9_]+")
+
+
+@lru_cache(maxsize=64)
+def _stop_stems(language: str) -> frozenset[str]:
+    """The stems of ``language``'s own stop words (none where Snowball lacks the language)."""
+    if language not in STEMMERS:
+        return frozenset()
+    return frozenset(language_term(word, language) for word in stop_words(language) - ENGLISH_STOP_WORDS)
+
+
+def content_words(words: Sequence[str], language: str = ENGLISH) -> list[str]:
+    """The words of a query (``analyze``) that are not stop words of ``language`` (English's and
+    its own, ``languages.stop_words``), nor share a stem in ``language`` with one of its own."""
+    stop, stems = stop_words(language), _stop_stems(language)
+    return [word for word in words if word not in stop and language_term(word, language) not in stems]
 
 
 def _terms(text: str) -> list[str]:
@@ -281,11 +298,9 @@ def query_groups(words: Sequence[str], language: str = ENGLISH) -> list[Group]:
     """The forms of a query's words (``analyze`` of the query), one group per word in order of
     first appearance, at most ``MAX_QUERY_TERMS`` groups: the word's stem in the query's
     ``language`` (told by ``language_id``), then its English form when that differs. A form
-    already in a group is not repeated. Stop words (English, and those of ``language``:
-    ``languages.stop_words``) are dropped unless the query has nothing else (then it searches by
-    them)."""
-    stop = stop_words(language)
-    content = [word for word in words if word not in stop]
+    already in a group is not repeated. Words other than ``content_words`` are dropped unless the
+    query has nothing else (then it searches by them)."""
+    content = content_words(words, language)
     groups: dict[str, list[str]] = {}
     seen: set[str] = set()
     for word in content or words:

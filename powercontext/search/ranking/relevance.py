@@ -122,8 +122,7 @@ def content_terms(query: str) -> list[analyzer.Group]:
     unique, in order (none: only stop words, no lexical evidence)."""
     words = analyzer.analyze(query)
     language = language_id.identify(query)
-    stop = languages.stop_words(language)
-    return analyzer.query_groups(words, language) if any(word not in stop for word in words) else []
+    return analyzer.query_groups(words, language) if analyzer.content_words(words, language) else []
 
 
 def term_weights(

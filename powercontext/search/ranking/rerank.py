@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
-from powercontext.search.fulltext import analyzer, bm25, language_id, languages
+from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.ranking import fusion, relevance, rerank_state
 from powercontext.search.vectors import embedding, vector_inprocess
 
@@ -228,8 +228,7 @@ def _content_terms(groups: list[analyzer.Group], words: list[str], language: str
     """``relevance.content_terms`` of the query with these ``analyzer.query_groups`` and
     ``analyzer.analyze`` results, without analysing it again: its groups when it has any words
     besides stop words (``query_groups`` then keeps exactly those), else none."""
-    stop = languages.stop_words(language)
-    return groups if any(word not in stop for word in words) else []
+    return groups if analyzer.content_words(words, language) else []
 
 
 def _annotated(row: MemoryHit, **figures: Any) -> MemoryHit:
