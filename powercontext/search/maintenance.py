@@ -48,13 +48,10 @@ def index_memberships(items: Iterable[tuple[MemoryMembership, str]]) -> None:
     db = engine()
     documents = []
     for membership, text in items:
-        terms = analyzer.analyze(text)
+        stored, length = db.document(membership.scope_id, analyzer.analyze(text))
         documents.append(
             MemorySearchDocument(
-                membership_id=membership.pk,
-                scope_id=membership.scope_id,
-                terms=db.document_terms(membership.scope_id, terms),
-                length=len(terms),
+                membership_id=membership.pk, scope_id=membership.scope_id, terms=stored, length=length
             )
         )
     MemorySearchDocument.objects.bulk_create(documents)
@@ -80,12 +77,9 @@ def index_experience_head(head: Artifact) -> None:
     ExperienceSearchDocument.objects.filter(head_id=head.pk).delete()
     ExperienceVector.objects.filter(head_id=head.pk).delete()
     if head.recallable:
-        terms = head.searchable_text.split()
+        stored, length = engine().document(head.scope_id, head.searchable_text.split())
         ExperienceSearchDocument.objects.create(
-            head_id=head.pk,
-            scope_id=head.scope_id,
-            terms=engine().document_terms(head.scope_id, terms),
-            length=len(terms),
+            head_id=head.pk, scope_id=head.scope_id, terms=stored, length=length
         )
         if pending.is_async():
             signal_after_commit(head.scope_id)

@@ -39,11 +39,8 @@ def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int
         index.model._default_manager.filter(scope_id=scope).delete()
         batch: list[models.Model] = []
         for pk, doc_scope, terms in index.expected(scope):
-            batch.append(
-                index.model(
-                    pk=pk, scope_id=doc_scope, terms=db.document_terms(doc_scope, terms), length=len(terms)
-                )
-            )
+            stored, length = db.document(doc_scope, terms)
+            batch.append(index.model(pk=pk, scope_id=doc_scope, terms=stored, length=length))
             if len(batch) >= REBUILD_BATCH:
                 _insert(index, batch)
                 written += len(batch)
@@ -104,7 +101,7 @@ def _verify(index: Index, scope_id: str | None, report: VerifyReport, db: Engine
         if have is None:
             report.missing += 1
             drifted.add(scope)
-        elif have[1] != scope or have[2] != db.document_terms(scope, terms) or have[3] != len(terms):
+        elif have[1] != scope or (have[2], have[3]) != db.document(scope, terms):
             report.mismatched += 1
             drifted.update({scope, have[1]})
     return drifted

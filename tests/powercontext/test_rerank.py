@@ -86,9 +86,9 @@ def test_the_query_is_analysed_as_relevance_does() -> None:
         " ".join(f"w{n}" for n in range(80)),
     ]:
         words, language = analyzer.analyze(query), language_id.identify(query)
-        terms = analyzer.query_terms(query, language)
-        assert rerank._query_terms(words, language) == terms
-        assert rerank._content_terms(terms, words, language) == relevance.content_terms(query)
+        groups = analyzer.query_groups(words, language)
+        assert analyzer.forms(groups) == analyzer.query_terms(query, language)
+        assert rerank._content_terms(groups, words, language) == relevance.content_terms(query)
 
 
 def reference(

@@ -12,11 +12,23 @@ Version 1:
 - each emoji / pictographic symbol (Unicode category So) is a term of its own;
 - everything else (punctuation, spaces, controls, joiners, variation selectors) separates terms.
 
-Terms are what ``searchable_text`` stores. Index tokens add one step on top (``index_term``,
-index token format 3): a plain ASCII word (``[a-z]+``) is reduced to its Snowball English stem
-(``snowballstemmer``, a maintained pure-Python port of the Snowball algorithms), identically when
-documents are indexed and when queries are analyzed, so "painted", "painting" and "paints" meet.
-Other terms (digits, non-ASCII words, CJK, emoji) are indexed as they are.
+Terms are what ``searchable_text`` stores. Index tokens add one step on top (index token
+format 4), with Snowball stemmers (``snowballstemmer``, a maintained pure-Python port of the
+Snowball algorithms):
+
+- every term has its *English form* (``index_term``): a plain ASCII word (``[a-z]+``) is reduced
+  to its Snowball English stem, so "painted", "painting" and "paints" meet; other terms (digits,
+  non-ASCII words, CJK, emoji) are kept as they are;
+- a document in another language that Snowball has (``STEMMERS``; the caller tells the language,
+  once per document: ``language_id``) also holds each word's stem in that language, marked with
+  the language (``language_term``: "tr:kitap"), so a stem only ever meets a stem of the same
+  language (``document_index_terms``): "kitaplarımızdan" is indexed as itself and as "tr:kitap";
+- a query is looked up by each content word's forms (``query_groups``): its stem in the query's
+  language and its English form, one *group* per word, so a Turkish question finds a Turkish note
+  by the stem and an English note that names "Celery" by the English form; an English query by
+  the English form alone, as before. The lexical share counts a word once, whichever form a
+  document holds (``bm25.idf_weights``). A word whose stem is one of its language's stop words'
+  ("együnk", "egy") is no content word either (``content_words``).
 
 Queries also drop stop words (``query_terms``: English function words, and those of the query's
 own language as ``language_id`` tells it, ``languages``), so a question such as "what did Ann say about kayaking" ranks by
@@ -30,9 +42,10 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
+import snowballstemmer
 from snowballstemmer import EnglishStemmer
 
 from powercontext.search.fulltext.languages import ENGLISH, ENGLISH_STOP_WORDS, stop_words
@@ -41,8 +54,9 @@ ANALYZER_VERSION = 1
 # The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
 # another format are reported by ``verify`` and rewritten by ``rebuild_search_index``; terms
 # themselves are unchanged, so ``searchable_text`` (stamped with ``ANALYZER_VERSION``) stays
-# valid. 2: scope-keyed tokens; 3: plain ASCII words stemmed (Snowball English).
-INDEX_TOKEN_FORMAT = 3
+# valid. 2: scope-keyed tokens; 3: plain ASCII words stemmed (Snowball English); 4: documents in
+# another language Snowball has also hold their words' stems in that language.
+INDEX_TOKEN_FORMAT = 4
 MAX_TERM_CHARS = 64
 MAX_QUERY_TERMS = 64
 TERM_COUNTS_CACHE = 8192
@@ -51,6 +65,32 @@ TERM_COUNTS_CACHE = 8192
 # own language when it is another (``query_terms``). Content words never belong here.
 STOP_WORDS = ENGLISH_STOP_WORDS
 _STEMMED_TERM = re.compile(r"[a-z]+")
+
+# The Snowball algorithm of each language code ``language_id`` tells, where Snowball has one
+# (English is ``index_term``'s; Vietnamese and Chinese have none).
+STEMMERS: dict[str, str] = {
+    "fr": "french",
+    "de": "german",
+    "es": "spanish",
+    "it": "italian",
+    "pt": "portuguese",
+    "nl": "dutch",
+    "sv": "swedish",
+    "da": "danish",
+    "no": "norwegian",
+    "fi": "finnish",
+    "hu": "hungarian",
+    "pl": "polish",
+    "cs": "czech",
+    "id": "indonesian",
+    "tr": "turkish",
+    "ru": "russian",
+}
+# A query word's forms (its stem in the query's language first, then its English form).
+Group = tuple[str, ...]
+# Tells a document's language from its terms (``language_id.of_terms``); passed in by callers,
+# so this module stays pure.
+LanguageOf = Callable[[Sequence[str]], str]
 
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),  # Hangul Jamo
@@ -162,19 +202,71 @@ def index_terms(terms: Iterable[str]) -> list[str]:
     return [index_term(term) for term in terms]
 
 
+def _stemmable(term: str) -> bool:
+    """A word of letters (and the combining marks folding leaves, "i̇"), not CJK."""
+    return not is_cjk(term[0]) and all(ch.isalpha() or unicodedata.category(ch) == "Mn" for ch in term)
+
+
+@lru_cache(maxsize=65536)
+def language_term(term: str, language: str) -> str:
+    """``term``'s stem in ``language`` marked with the language ("tr:kitap": no analyzer term
+    holds ":", so it meets only the same language's stems) when Snowball has the language and the
+    term is a word, else its English form (``index_term``)."""
+    algorithm = STEMMERS.get(language)
+    if algorithm is None or not _stemmable(term):
+        return index_term(term)
+    stemmed: str = snowballstemmer.stemmer(algorithm).stemWord(term)  # one per call: thread-safe
+    return f"{language}:{stemmed}"
+
+
+def document_index_terms(terms: Iterable[str], language: str) -> list[str]:
+    """A document's index terms, in order (duplicates kept: they are term frequency): each term's
+    English form, followed by its stem in the document's ``language`` where it has one."""
+    if language not in STEMMERS:
+        return index_terms(terms)
+    found: list[str] = []
+    for term in terms:
+        english = index_term(term)
+        found.append(english)
+        stem = language_term(term, language)
+        if stem != english:
+            found.append(stem)
+    return found
+
+
 _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 
-@lru_cache(maxsize=TERM_COUNTS_CACHE)
-def term_counts(text: str) -> dict[str, int]:
-    """How often each index term occurs in ``text`` (``index_terms(analyze(text))`` counted).
-    Plain ASCII text takes a fast path with the same result: its words are the runs of ASCII
-    letters, digits and ``_`` after lower-casing. Cached (entry texts repeat across prepares);
-    callers must not change the result."""
+@lru_cache(maxsize=64)
+def _stop_stems(language: str) -> frozenset[str]:
+    """The stems of ``language``'s own stop words (none where Snowball lacks the language)."""
+    if language not in STEMMERS:
+        return frozenset()
+    return frozenset(language_term(word, language) for word in stop_words(language) - ENGLISH_STOP_WORDS)
+
+
+def content_words(words: Sequence[str], language: str = ENGLISH) -> list[str]:
+    """The words of a query (``analyze``) that are not stop words of ``language`` (English's and
+    its own, ``languages.stop_words``), nor share a stem in ``language`` with one of its own."""
+    stop, stems = stop_words(language), _stop_stems(language)
+    return [word for word in words if word not in stop and language_term(word, language) not in stems]
+
+
+def _terms(text: str) -> list[str]:
+    """``analyze(text)``; plain ASCII text takes a fast path with the same result: its words are
+    the runs of ASCII letters, digits and ``_`` after lower-casing."""
     if text.isascii():
-        words = (word[:MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower()))
-        return dict(Counter(index_term(word) for word in words))
-    return dict(Counter(index_terms(analyze(text))))
+        return [word[:MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower())]
+    return analyze(text)
+
+
+@lru_cache(maxsize=TERM_COUNTS_CACHE)
+def term_counts(text: str, language_of: LanguageOf) -> dict[str, int]:
+    """How often each index term of the document ``text`` occurs in it (``document_index_terms``
+    of its terms, in the language ``language_of`` tells from them, counted). Cached (entry texts
+    repeat across prepares); callers must not change the result."""
+    terms = _terms(text)
+    return dict(Counter(document_index_terms(terms, language_of(terms))))
 
 
 def _key(word: str) -> str:
@@ -184,16 +276,16 @@ def _key(word: str) -> str:
     return word[:1] + word[1:2].replace("y", "i")
 
 
-def query_counts(text: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:
-    """(occurrences in ``text`` of each of ``terms`` it holds, the text's length in terms), as
-    ``term_counts`` gives them. Plain ASCII text is read without stemming every word: only the
-    words whose ``_key`` is one of the terms' can stem to one of them."""
+def query_counts(text: str, terms: Iterable[str], language_of: LanguageOf) -> tuple[dict[str, int], int]:
+    """(occurrences in ``text`` of each of ``terms`` it holds, the text's length in index
+    terms), as ``term_counts`` gives them. Plain ASCII text in English is read without stemming
+    every word: only the words whose ``_key`` is one of the terms' can stem to one of them."""
     wanted = set(terms)
-    if not text.isascii():
-        counts = term_counts(text)
+    words = _terms(text) if text.isascii() else []
+    if not text.isascii() or language_of(words) in STEMMERS:
+        counts = term_counts(text, language_of)
         return {term: counts[term] for term in wanted if term in counts}, sum(counts.values())
     keys = {_key(term) for term in wanted}
-    words = _ASCII_WORD.findall(text.lower())
     found: dict[str, int] = {}
     for word in words:
         word = word[:MAX_TERM_CHARS]
@@ -202,22 +294,37 @@ def query_counts(text: str, terms: Iterable[str]) -> tuple[dict[str, int], int]:
     return found, len(words)
 
 
-def query_terms(text: str, language: str = ENGLISH) -> list[str]:
-    """Unique index terms of a query in order of first appearance, at most ``MAX_QUERY_TERMS``.
+def query_groups(words: Sequence[str], language: str = ENGLISH) -> list[Group]:
+    """The forms of a query's words (``analyze`` of the query), one group per word in order of
+    first appearance, at most ``MAX_QUERY_TERMS`` groups: the word's stem in the query's
+    ``language`` (told by ``language_id``), then its English form when that differs. A form
+    already in a group is not repeated. Words other than ``content_words`` are dropped unless the
+    query has nothing else (then it searches by them)."""
+    content = content_words(words, language)
+    groups: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for word in content or words:
+        first = language_term(word, language)
+        if first not in groups:
+            if first in seen or len(groups) >= MAX_QUERY_TERMS:
+                continue
+            groups[first] = [first]
+            seen.add(first)
+        english = index_term(word)
+        if english not in seen:
+            groups[first].append(english)
+            seen.add(english)
+    return [tuple(forms) for forms in groups.values()]
 
-    Stop words (English, and those of the query's ``language``, told by ``language_id``:
-    ``languages.stop_words``) are dropped unless the query has nothing else (then it searches by
-    them).
-    """
-    terms = analyze(text)
-    stop = stop_words(language)
-    content = [term for term in terms if term not in stop]
-    seen: dict[str, None] = {}
-    for term in content or terms:
-        seen.setdefault(index_term(term), None)
-        if len(seen) >= MAX_QUERY_TERMS:
-            break
-    return list(seen)
+
+def forms(groups: Iterable[Group]) -> list[str]:
+    """Every form of ``groups``, in order (each once: groups never share one)."""
+    return [form for group in groups for form in group]
+
+
+def query_terms(text: str, language: str = ENGLISH) -> list[str]:
+    """The index terms a query searches by: the forms of its ``query_groups``, in order."""
+    return forms(query_groups(analyze(text), language))
 
 
 def searchable_text(parts: Iterable[str]) -> str:

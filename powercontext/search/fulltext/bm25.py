@@ -11,8 +11,10 @@ places, each written here:
 - Python: ``score``, with the scope's figures, for prepare's Memory ranking (``ranking.rerank``),
   whose neighbour smoothing adds scores across entries, so their scale matters, not only order.
 
-The lexical share (``ranking.relevance``) weighs a query's terms by BM25's other common IDF,
-``ln(1 + (N - d + 0.5) / (d + 0.5))``, which never goes negative (``idf_weights``).
+The lexical share (``ranking.relevance``) weighs a query's words by BM25's other common IDF,
+``ln(1 + (N - d + 0.5) / (d + 0.5))``, which never goes negative (``idf_weights``); a word
+searched by two forms (its stem in the query's language and its English form,
+``analyzer.query_groups``) weighs once, by its most frequent form.
 
 Collection statistics (N, average length, document frequencies) are counted from the index rows
 of one scope: ``scope_figures`` (both databases, the totals cached per Memory head revision) and,
@@ -44,7 +46,7 @@ from typing import Any
 from django.db import connection
 
 from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemorySearchDocument
-from powercontext.search.fulltext import analyzer
+from powercontext.search.fulltext import analyzer, language_id
 from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
 
 # FTS5's bm25() constants (fixed there: its arguments are column weights only), reproduced on
@@ -92,7 +94,9 @@ def score(
     (k1 1.2, b 0.75, IDF floored at a tiny positive) but with the scope's document count and
     average length instead of the whole table's. ``counted``: the text's (term counts, length)
     when already known (from its index row), else they are read from the text."""
-    counts, length = counted if counted is not None else analyzer.query_counts(text, terms)
+    counts, length = (
+        counted if counted is not None else analyzer.query_counts(text, terms, language_id.of_terms)
+    )
     n, average = float(figures.count), max(figures.average_length, 1e-9)
     total = 0.0
     for term, tf in counts.items():
@@ -103,14 +107,16 @@ def score(
     return total
 
 
-def idf_weights(figures: ScopeFigures, terms: Sequence[str]) -> dict[str, float]:
-    """The lexical share's weight of each term (``ranking.relevance``): ``ln(1 + (N - d + 0.5) /
-    (d + 0.5))``, ``d = max(df, 1)``; ``terms`` are in ``figures``."""
+def idf_weights(figures: ScopeFigures, groups: Sequence[analyzer.Group]) -> dict[analyzer.Group, float]:
+    """The lexical share's weight of each query word (``ranking.relevance``), a group of forms
+    (``analyzer.query_groups``): ``ln(1 + (N - d + 0.5) / (d + 0.5))``, ``d = max(df, 1)``, ``df``
+    the most frequent form's (a document holds the form of its own language: the word's documents
+    are at least those); every form is in ``figures``."""
     n = float(figures.count)
-    weights: dict[str, float] = {}
-    for term in terms:
-        d = max(float(figures.frequencies[term]), 1.0)
-        weights[term] = math.log(1.0 + (max(n - d, 0.0) + 0.5) / (d + 0.5))
+    weights: dict[analyzer.Group, float] = {}
+    for group in groups:
+        d = max(float(max(figures.frequencies[form] for form in group)), 1.0)
+        weights[group] = math.log(1.0 + (max(n - d, 0.0) + 0.5) / (d + 0.5))
     return weights
 
 

@@ -8,21 +8,22 @@ tokens, so they match the same rows and rank them alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
 
-from powercontext.search.fulltext import analyzer, bm25
+from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
 
 
-def document_tokens(scope_id: str, terms: Iterable[str]) -> list[str]:
-    """Index tokens of a document's analyzer terms (``analyzer.analyze``), in order."""
-    return analyzer.scope_tokens(scope_id, analyzer.index_terms(terms))
+def document_tokens(scope_id: str, terms: Sequence[str]) -> list[str]:
+    """Index tokens of a document's analyzer terms (``analyzer.analyze``), in order: stemmed in
+    the document's language, told once from its terms (``analyzer.document_index_terms``)."""
+    return analyzer.scope_tokens(scope_id, analyzer.document_index_terms(terms, language_id.of_terms(terms)))
 
 
 class Engine:
@@ -30,7 +31,16 @@ class Engine:
 
     vendor = ""
 
-    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+    def document(self, scope_id: str, terms: Sequence[str]) -> tuple[str, int]:
+        """A document's index row: (stored terms, length). The length is its number of index
+        tokens, the document length FTS5's BM25 counts, so both engines and ``bm25.score`` use it."""
+        tokens = document_tokens(scope_id, terms)
+        return self._stored(tokens), len(tokens)
+
+    def document_terms(self, scope_id: str, terms: Sequence[str]) -> str:
+        return self.document(scope_id, terms)[0]
+
+    def _stored(self, tokens: list[str]) -> str:
         raise NotImplementedError
 
     def token_count(self, terms: str, token: str) -> int:
@@ -69,8 +79,8 @@ class Engine:
 class SqliteEngine(Engine):
     vendor = "sqlite"
 
-    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
-        return " ".join(document_tokens(scope_id, terms))
+    def _stored(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
 
     def token_count(self, terms: str, token: str) -> int:
         return terms.split().count(token)  # space-separated tokens
@@ -105,9 +115,9 @@ class SqliteEngine(Engine):
 class PostgresEngine(Engine):
     vendor = "postgresql"
 
-    def document_terms(self, scope_id: str, terms: Iterable[str]) -> str:
+    def _stored(self, tokens: list[str]) -> str:
         positions: dict[str, list[int]] = {}
-        for index, token in enumerate(document_tokens(scope_id, terms), start=1):
+        for index, token in enumerate(tokens, start=1):
             slots = positions.setdefault(token, [])
             if len(slots) < MAX_POSITIONS_PER_LEXEME:
                 slots.append(min(index, MAX_POSITION))

@@ -18,6 +18,7 @@ and about the same candidates prepare after prepare.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -71,3 +72,17 @@ def identify(text: str) -> str:
     """The language ``text`` is written in: a code of ``LANGUAGES`` (``ENGLISH`` also when the
     identifier is not sure of another)."""
     return _identify(text[:HEAD_CHARS])
+
+
+def of_terms(terms: Sequence[str]) -> str:
+    """The language of a document whose analyzer terms are ``terms`` (``identify`` of their first
+    ``HEAD_CHARS`` characters, joined by spaces): what its index row is stemmed by
+    (``analyzer.document_index_terms``)."""
+    head: list[str] = []
+    size = 0
+    for term in terms:
+        if size >= HEAD_CHARS:
+            break
+        head.append(term)
+        size += len(term) + 1
+    return identify(" ".join(head))

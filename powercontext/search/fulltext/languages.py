@@ -65,7 +65,7 @@ _FUNCTION_WORDS: dict[str, str] = {
         siete essere era stato ho hai ha abbiamo avete hanno c grazie ciao buongiorno buonasera
         """,
     "pt": """
-        o a os as um uma uns umas de do da dos das no na nos nas ao aos em por pelo pela pelos
+        o a os as um uma uns umas de do da dos das no na nos nas num numa nuns numas ao aos em por pelo pela pelos
         pelas para com sem sobre entre até e ou mas que quem qual quais quando onde como quanto
         quantos quanta quantas porque eu tu ele ela nós vós eles elas me te se lhe lhes
         meu minha meus minhas seu sua seus suas nosso nossa não sim muito também já é são sou
@@ -117,14 +117,14 @@ _FUNCTION_WORDS: dict[str, str] = {
         en et den det de dem denne dette disse og eller men at som om når hvad hvem hvilken
         hvilket hvilke hvordan hvorfor hvor hvornår jeg du han hun vi mig dig ham hende os jer
         sig min mit mine din dit dine sin sit sine vores jeres ikke ingen intet også kun meget
-        allerede i på af til for fra med hos ved efter før mellem er var været bliver blev har
+        allerede i på af til for fra med hos ved efter før mellem bag er var været bliver blev har
         havde kan kunne skal skulle vil må får her der så hej tak farvel godnat
         """,
     "no": """
         en et ei den det de dem denne dette disse og eller men at som om når hva hvem hvilken
         hvilket hvilke hvordan hvorfor hvor jeg du han hun vi dere meg deg ham henne oss seg min
         mitt mine din ditt dine sin sitt sine vår vårt våre ikke ingen intet også bare
-        veldig allerede i på av til for fra med hos ved etter før mellom er var vært blir ble
+        veldig allerede i på av til for fra med hos ved etter før mellom bak er var vært blir ble
         har hadde kan kunne skal skulle vil må får her der så hei takk tusen ha natt
         """,
     "fi": """

@@ -6,13 +6,14 @@ finds nearest neighbours. So each Memory and Experience candidate gets two figur
 - ``similarity``: the raw cosine between the query's and the candidate's embeddings (None when
   the model is unavailable or the candidate has no vector yet);
 - ``lexical_share``: the share of the query's IDF mass that the candidate covers. The query's
-  content terms (``analyzer.query_terms`` without stop words; a query made only of stop words
-  has no lexical evidence) each weigh ``ln(1 + (N - d + 0.5) / (d + 0.5))``, ``d = max(df, 1)``
+  content words (``analyzer.query_groups`` without stop words, each searched by its forms: its
+  stem in the query's language and its English form; a query made only of stop words has no
+  lexical evidence) each weigh ``ln(1 + (N - d + 0.5) / (d + 0.5))``, ``d = max(df, 1)``
   (``bm25.idf_weights``), with ``N`` and ``df`` counted in the scope's index (Memory or
   Experience; ``bm25.scope_figures``): rare terms weigh
   more, and a term found nowhere in the scope weighs as much as its rarest word (not more: in
   a small scope every known word is "common", and unknown words would drown them). The share is
-  the weight of the terms the candidate holds over the total.
+  the weight of the words the candidate holds (any of their forms) over the total.
 
 A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical_share >=
 MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
@@ -116,41 +117,38 @@ def query_floor(query: str) -> QueryFloor:
     return QueryFloor(language, base, replace(base, min_similarity=other))
 
 
-def content_terms(query: str) -> list[str]:
-    """The query's index terms without stop words, unique, in order (none: no lexical evidence)."""
-    seen: dict[str, None] = {}
-    terms = analyzer.analyze(query)
-    stop = languages.stop_words(language_id.identify(query))
-    for term in terms:
-        if term not in stop:
-            seen.setdefault(analyzer.index_term(term), None)
-            if len(seen) >= analyzer.MAX_QUERY_TERMS:
-                break
-    return list(seen)
+def content_terms(query: str) -> list[analyzer.Group]:
+    """The query's words without stop words, each as its forms (``analyzer.query_groups``),
+    unique, in order (none: only stop words, no lexical evidence)."""
+    words = analyzer.analyze(query)
+    language = language_id.identify(query)
+    return analyzer.query_groups(words, language) if analyzer.content_words(words, language) else []
 
 
-def term_weights(index: Index, scope_id: str, terms: Sequence[str]) -> dict[str, float]:
-    """Each term's IDF weight in the scope's ``index`` (one statement; ``bm25.idf_weights``)."""
-    if not terms:
+def term_weights(
+    index: Index, scope_id: str, groups: Sequence[analyzer.Group]
+) -> dict[analyzer.Group, float]:
+    """Each query word's IDF weight in the scope's ``index`` (one statement; ``bm25.idf_weights``)."""
+    if not groups:
         return {}
-    return bm25.idf_weights(bm25.scope_figures(index, scope_id, terms), terms)
+    return bm25.idf_weights(bm25.scope_figures(index, scope_id, analyzer.forms(groups)), groups)
 
 
 def lexical_share(
-    weights: dict[str, float], texts: Iterable[str], *, held: Iterable[str] | None = None
+    weights: dict[analyzer.Group, float], texts: Sequence[str], *, held: Iterable[str] | None = None
 ) -> float:
-    """The share of the query's weight held by the terms of ``texts`` (0 without weights);
-    ``held``: those terms when already known (from the index row), else read from the texts."""
+    """The share of the query's weight held by ``texts`` (0 without weights): a word counts when
+    they hold any of its forms. ``held``: the index terms they hold when already known (from the
+    index row), else read from the texts (together: one document, as the index reads it)."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
     if held is not None:
-        known = set(held)
-        return sum(weight for term, weight in weights.items() if term in known) / total
-    found: set[str] = set()
-    for text in texts:
-        found.update(analyzer.query_counts(text, weights)[0])
-    return sum(weight for term, weight in weights.items() if term in found) / total
+        found = set(held)
+    else:
+        wanted = analyzer.forms(weights)
+        found = set(analyzer.query_counts("\n".join(texts), wanted, language_id.of_terms)[0])
+    return sum(weight for group, weight in weights.items() if not found.isdisjoint(group)) / total
 
 
 def _cosines(rows: Iterable[tuple[Any, bytes | memoryview]], query_vector: Any) -> dict[Any, float]:

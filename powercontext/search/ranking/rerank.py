@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
-from powercontext.search.fulltext import analyzer, bm25, language_id, languages
+from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.ranking import fusion, relevance, rerank_state
 from powercontext.search.vectors import embedding, vector_inprocess
 
@@ -224,20 +224,11 @@ def _fused(
     return fused
 
 
-def _query_terms(words: list[str], language: str) -> list[str]:
-    """``analyzer.query_terms`` of the query these are the analysed words of: its index terms
-    without stop words (all, if it has nothing else), unique, the first ``MAX_QUERY_TERMS``."""
-    stop = languages.stop_words(language)
-    content = [word for word in words if word not in stop]
-    return list(dict.fromkeys(map(analyzer.index_term, content or words)))[: analyzer.MAX_QUERY_TERMS]
-
-
-def _content_terms(query_terms: list[str], words: list[str], language: str) -> list[str]:
-    """``relevance.content_terms`` of the query with these ``analyzer.query_terms`` and
-    ``analyzer.analyze`` results, without analysing it again: its terms when it has any besides
-    stop words (``query_terms`` then keeps exactly those), else none."""
-    stop = languages.stop_words(language)
-    return query_terms if any(word not in stop for word in words) else []
+def _content_terms(groups: list[analyzer.Group], words: list[str], language: str) -> list[analyzer.Group]:
+    """``relevance.content_terms`` of the query with these ``analyzer.query_groups`` and
+    ``analyzer.analyze`` results, without analysing it again: its groups when it has any words
+    besides stop words (``query_groups`` then keeps exactly those), else none."""
+    return groups if analyzer.content_words(words, language) else []
 
 
 def _annotated(row: MemoryHit, **figures: Any) -> MemoryHit:
@@ -272,7 +263,8 @@ def rank_memory(
     # table's): the smoothing adds scores across entries, so their scale matters, not only order.
     words = analyzer.analyze(query)  # the query is analysed once
     language = language_id.identify(query)
-    query_terms = _query_terms(words, language)
+    groups = analyzer.query_groups(words, language)
+    query_terms = analyzer.forms(groups)
     known = rerank_state.head(scope_id, revision)
     figures = rerank_state.figures(scope_id, query_terms, revision, known)
     counted = rerank_state.index_counts(scope_id, [row.key for row in lexical], query_terms, known)
@@ -331,7 +323,7 @@ def rank_memory(
         )
     )
     held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
-    weights = bm25.idf_weights(figures, _content_terms(query_terms, words, language))
+    weights = bm25.idf_weights(figures, _content_terms(groups, words, language))
     shares: dict[frozenset[str], float] = {}  # by terms held: rows often hold the same ones
 
     def share(text: str, terms: set[str] | None) -> float:
