@@ -93,7 +93,10 @@ def answer_limit(seconds: float | None) -> Iterator[None]:
 
 class _Watchdog:
     """One thread per process that shuts down the socket of a connection whose wait ran past
-    its deadline. Arming and disarming cost a lock and a heap push: nothing touches the server."""
+    its deadline. Arming and disarming cost a lock and a heap push: nothing touches the server.
+
+    Any number of request threads wait at once (gunicorn's threaded workers): one deadline heap,
+    one entry per wait, each naming its own connection's socket."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -142,22 +145,37 @@ class _Watchdog:
                 heapq.heappop(self._heap)
                 fd = self._armed.pop(key)
                 self._fired.add(key)
-            _shut_down(fd)
+                # Duplicated while the wait is still armed: its thread cannot disarm (it needs
+                # the lock), so the connection is still open and the number still its socket's.
+                # Once the lock is released that thread may close it and another thread's new
+                # connection may get the same number; the duplicate still names the old socket.
+                duplicate = _duplicate(fd)
+            if duplicate is not None:
+                _shut_down(duplicate)
 
 
-def _shut_down(fd: Callable[[], int | None]) -> None:
+def _duplicate(fd: Callable[[], int | None]) -> int | None:
     with contextlib.suppress(Exception):  # the connection may have closed meanwhile
         number = fd()
-        if number is None or number < 0:
-            return
-        # A duplicate of the descriptor: shutting it down ends the connection for the thread
-        # that waits on it (its poll wakes, the driver reads end-of-file), while closing only the
-        # duplicate leaves the descriptor the driver owns valid.
-        sock = socket.socket(fileno=os.dup(number))
-        try:
+        if number is not None and number >= 0:
+            return os.dup(number)
+    return None
+
+
+def _shut_down(duplicate: int) -> None:
+    # Shutting the duplicate down ends the connection for the thread that waits on it (its poll
+    # wakes, the driver reads end-of-file), while closing only the duplicate leaves the
+    # descriptor the driver owns valid.
+    try:
+        sock = socket.socket(fileno=duplicate)
+    except OSError:  # not a socket after all
+        os.close(duplicate)
+        return
+    try:
+        with contextlib.suppress(OSError):  # already closed by the server
             sock.shutdown(socket.SHUT_RDWR)
-        finally:
-            sock.close()
+    finally:
+        sock.close()
 
 
 _watchdog = _Watchdog()
