@@ -22,7 +22,9 @@ def pairs() -> Iterator[list[tuple[socket.socket, socket.socket]]]:
         server.close()
 
 
-def test_concurrent_waits_are_cut_each_on_its_own_socket(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
+def test_concurrent_waits_are_cut_each_on_its_own_socket(
+    pairs: list[tuple[socket.socket, socket.socket]],
+) -> None:
     hung_count, answered_count = 4, 4
     pairs.extend(socket.socketpair() for _ in range(hung_count + answered_count))
     hung, answered = pairs[:hung_count], pairs[hung_count:]
@@ -62,7 +64,9 @@ def test_concurrent_waits_are_cut_each_on_its_own_socket(pairs: list[tuple[socke
         assert server.recv(64) == b"again"
 
 
-def test_a_wait_disarmed_in_time_leaves_its_socket_alone(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
+def test_a_wait_disarmed_in_time_leaves_its_socket_alone(
+    pairs: list[tuple[socket.socket, socket.socket]],
+) -> None:
     pairs.append(socket.socketpair())
     ours, server = pairs[0]
     server.sendall(b"quick")
@@ -76,3 +80,59 @@ def test_a_wait_disarmed_in_time_leaves_its_socket_alone(pairs: list[tuple[socke
     assert not cut.fired and later.fired
     server.sendall(b"still open")
     assert ours.recv(64) == b"still open"
+
+
+def _cut_one_wait(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
+    """A wait on a socket that never answers, cut by the watchdog."""
+    pairs.append(socket.socketpair())
+    hung, _ = pairs[-1]
+    with db_faults.bounded(hung.fileno, 0.05) as cut:
+        assert hung.recv(64) == b""
+    assert cut.fired
+
+
+def test_a_cut_marks_its_request_and_the_enclosing_ones_only(
+    pairs: list[tuple[socket.socket, socket.socket]],
+) -> None:
+    assert not db_faults.answer_already_missed()  # outside any request: never
+    with db_faults.answer_limit(5.0):
+        assert not db_faults.answer_already_missed()
+        with db_faults.answer_limit(1.0):  # the readiness probe's own limit inside the request's
+            _cut_one_wait(pairs)
+            assert db_faults.answer_already_missed()
+        assert db_faults.answer_already_missed()
+    assert not db_faults.answer_already_missed()
+    with db_faults.answer_limit(5.0):  # the next request starts afresh
+        assert not db_faults.answer_already_missed()
+
+
+def test_after_a_cut_the_request_does_not_connect_again(
+    pairs: list[tuple[socket.socket, socket.socket]],
+) -> None:
+    from django.db import OperationalError
+
+    from powercontext.core.postgresql.base import DatabaseWrapper
+
+    # An address nothing answers on (TEST-NET-1): connecting would spend the whole connect timeout.
+    wrapper = DatabaseWrapper(
+        {
+            "NAME": "nowhere",
+            "USER": "",
+            "PASSWORD": "",
+            "HOST": "192.0.2.1",
+            "PORT": "",
+            "OPTIONS": {"connect_timeout": 30},
+            "CONN_MAX_AGE": 0,
+            "CONN_HEALTH_CHECKS": False,
+            "AUTOCOMMIT": True,
+            "ATOMIC_REQUESTS": False,
+            "TIME_ZONE": None,
+            "TEST": {},
+        },
+        alias="answer-watchdog-test",
+    )
+    with db_faults.answer_limit(5.0):
+        _cut_one_wait(pairs)
+        with pytest.raises(OperationalError, match="did not answer earlier in this request"):
+            wrapper.connect()
+    assert wrapper.connection is None

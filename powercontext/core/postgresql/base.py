@@ -30,6 +30,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
         with db_faults.bounded(self._socket):
             return execute(sql, params, many, context)
 
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        # Once a wait of this request went unanswered, a new connection (Django opens one by
+        # itself to restore autocommit after a rollback that failed on the cut connection)
+        # fails at once instead of spending the connect timeout on the same hung server.
+        if db_faults.answer_already_missed():
+            raise OperationalError("the database did not answer earlier in this request")
+        return super().get_new_connection(conn_params)
+
     def is_usable(self) -> bool:
         # Django's health check (a SELECT 1 at a request's first query, and after an error) sends
         # its query past the execute wrappers: bound it too, in every process, since it should
