@@ -311,7 +311,18 @@ def test_a_hung_database_under_load_keeps_liveness_fast_and_loses_nothing(stack:
         print(f"  {kind}: {_summary([x.seconds for x in answered])}")
     print(f"  live outside the hang: {_summary([x.seconds for x in live_samples if not inside(x)])}")
     slow = [x for x in answers["live"] if x.seconds > 0.05]
-    print(f"  live answers during the hang over 50 ms: {len(slow)} of {len(answers['live'])}")
+    print(
+        f"  live answers during the hang over 50 ms: {len(slow)} of {len(answers['live'])}"
+        f" (sent at {[round(x.started - frozen, 2) for x in slow]} s into the hang)"
+    )
+    print(
+        "  readiness around the hang (s into it, seconds, status):",
+        [
+            (round(x.started - frozen, 2), round(x.seconds, 2), x.status)
+            for x in ready_samples
+            if overlapping(x)
+        ],
+    )
     hung = [x for x in every if overlapping(x)]
     print(f"  writes and reads waiting at some moment of the hang: {_summary([x.seconds for x in hung])}")
     print(f"  acknowledged writes: {sum(len(acked) for acked in acknowledged.values())}")
@@ -342,3 +353,78 @@ def test_a_hung_database_under_load_keeps_liveness_fast_and_loses_nothing(stack:
         listed = client.post("/v1/memory/entries/list", json={"scope_id": scope})
         assert listed.status_code == 200, listed.text[:200]
         assert set(acked) <= {entry["text"] for entry in listed.json()["entries"]}
+
+
+# --- commit and rollback on a server that stops between two statements -------------------------
+
+
+@pytest.fixture
+def bare_cluster() -> Iterator[PostgresCluster]:
+    cluster = PostgresCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("ending", ["commit", "rollback"])
+def test_a_commit_or_rollback_on_a_hung_server_gives_up_at_the_answer_limit(
+    bare_cluster: PostgresCluster, ending: str, django_db_blocker: Any
+) -> None:
+    """COMMIT and ROLLBACK reach the driver past Django's execute wrappers: they are bounded too."""
+    from powercontext.core.postgresql.base import DatabaseWrapper
+
+    wrapper = DatabaseWrapper(
+        {
+            "NAME": "postgres",
+            "USER": "postgres",
+            "PASSWORD": "",
+            "HOST": "127.0.0.1",
+            "PORT": str(bare_cluster.port),
+            "OPTIONS": {"connect_timeout": 2},
+            "CONN_MAX_AGE": 0,
+            "CONN_HEALTH_CHECKS": False,
+            "AUTOCOMMIT": True,
+            "ATOMIC_REQUESTS": False,
+            "TIME_ZONE": None,
+            "TEST": {},
+        },
+        alias="hung-commit-test",
+    )
+    with django_db_blocker.unblock():  # a connection of its own to the throwaway cluster
+        _end_a_transaction_on_a_hung_server(bare_cluster, wrapper, ending)
+
+
+def _end_a_transaction_on_a_hung_server(cluster: PostgresCluster, wrapper: Any, ending: str) -> None:
+    from django.db import OperationalError
+
+    from powercontext.core import db_faults
+
+    thawed_by_safety_net = threading.Event()
+    ended = threading.Event()
+
+    def safety_net() -> None:  # only if the ending waited for the server: never hang the suite
+        if not ended.wait(60):
+            thawed_by_safety_net.set()
+            cluster.thaw()
+
+    try:
+        wrapper.set_autocommit(False)
+        with wrapper.cursor() as cursor:
+            cursor.execute("CREATE TEMPORARY TABLE t (x int)")
+            cursor.execute("INSERT INTO t VALUES (1)")
+        cluster.freeze()
+        guard = threading.Thread(target=safety_net)
+        guard.start()
+        try:
+            with db_faults.answer_limit(0.5), pytest.raises(OperationalError):
+                wrapper.commit() if ending == "commit" else wrapper.rollback()
+        finally:
+            ended.set()
+            guard.join(timeout=90)
+            cluster.thaw()
+        assert not thawed_by_safety_net.is_set(), "the ending waited for the server to come back"
+    finally:
+        wrapper.close()
