@@ -3,6 +3,7 @@ command line still wins."""
 
 from __future__ import annotations
 
+import gc
 import runpy
 import sys
 from pathlib import Path
@@ -40,3 +41,17 @@ def test_a_wrong_thread_count_stops_the_start(monkeypatch: pytest.MonkeyPatch, v
     monkeypatch.setenv("POWERCONTEXT_GUNICORN_THREADS", value)
     with pytest.raises(SystemExit, match="POWERCONTEXT_GUNICORN_THREADS"):
         runpy.run_path(CONF)
+
+
+def test_a_warmed_up_worker_freezes_what_it_holds_out_of_the_collectors_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from powercontext import warmup
+
+    monkeypatch.setattr(warmup, "warm_up_worker", lambda: None)
+    assert gc.get_freeze_count() == 0
+    try:
+        runpy.run_path(CONF)["post_worker_init"](None)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
