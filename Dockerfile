@@ -44,7 +44,8 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
 # DATABASE_PASSWORD_FILE (a mounted secret) becomes libpq's PGPASSWORD, for a DATABASE_URL
 # without a password; then the command is exec'd (run with `--init` / compose `init: true`).
 ENTRYPOINT ["/bin/sh", "-c", "if [ -n \"${DATABASE_PASSWORD_FILE:-}\" ]; then PGPASSWORD=\"$(cat \"$DATABASE_PASSWORD_FILE\")\" || exit 1; export PGPASSWORD; fi; exec \"$@\"", "powercontext"]
-# The app server (gunicorn.conf.py in the working directory warms each worker up); request
+# The app server (gunicorn.conf.py in the working directory: threaded workers of
+# POWERCONTEXT_GUNICORN_THREADS threads, default 4, each warmed up before it serves); request
 # metrics of all its workers are summed from PROMETHEUS_MULTIPROC_DIR, emptied at each start.
 # Worker: celery -A powercontext worker --loglevel=INFO --concurrency=2 --without-gossip --without-mingle
 # Beat (exactly one): celery -A powercontext beat --loglevel=INFO

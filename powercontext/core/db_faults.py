@@ -67,7 +67,26 @@ def fault_of(exc: BaseException | None) -> Fault | None:
 
 # --- bounded waits ---------------------------------------------------------------------------
 
-_limit: contextvars.ContextVar[float | None] = contextvars.ContextVar("db_answer_limit", default=None)
+
+class _Scope:
+    """One ``answer_limit`` block: its limit, and whether a wait inside it (or inside a block
+    nested in it) was cut."""
+
+    __slots__ = ("cut", "limit", "outer")
+
+    def __init__(self, limit: float | None, outer: _Scope | None) -> None:
+        self.limit = limit
+        self.outer = outer
+        self.cut = False
+
+    def mark_cut(self) -> None:
+        scope: _Scope | None = self
+        while scope is not None:
+            scope.cut = True
+            scope = scope.outer
+
+
+_scope: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("db_answer_scope", default=None)
 
 
 def request_limit() -> float | None:
@@ -76,24 +95,41 @@ def request_limit() -> float | None:
     return ms / 1000 if ms > 0 else None
 
 
+def _current_limit() -> float | None:
+    scope = _scope.get()
+    return None if scope is None else scope.limit
+
+
 def health_check_limit() -> float | None:
     """A connection health check's limit: the request's, else the configured answer limit."""
-    return _limit.get() or request_limit()
+    return _current_limit() or request_limit()
+
+
+def answer_already_missed() -> bool:
+    """True inside an ``answer_limit`` block (a request) once a wait in it was cut: the server
+    did not answer in time, so connecting to it again within the block would only add the
+    connect timeout to a request that fails anyway (Django reconnects on its own, e.g. to
+    restore autocommit after a failed rollback)."""
+    scope = _scope.get()
+    return scope is not None and scope.cut
 
 
 @contextlib.contextmanager
 def answer_limit(seconds: float | None) -> Iterator[None]:
     """Every wait on the server inside the block gives up after ``seconds`` (``None``: none)."""
-    token = _limit.set(seconds)
+    token = _scope.set(_Scope(seconds, _scope.get()))
     try:
         yield
     finally:
-        _limit.reset(token)
+        _scope.reset(token)
 
 
 class _Watchdog:
     """One thread per process that shuts down the socket of a connection whose wait ran past
-    its deadline. Arming and disarming cost a lock and a heap push: nothing touches the server."""
+    its deadline. Arming and disarming cost a lock and a heap push: nothing touches the server.
+
+    Any number of request threads wait at once (gunicorn's threaded workers): one deadline heap,
+    one entry per wait, each naming its own connection's socket."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -142,22 +178,37 @@ class _Watchdog:
                 heapq.heappop(self._heap)
                 fd = self._armed.pop(key)
                 self._fired.add(key)
-            _shut_down(fd)
+                # Duplicated while the wait is still armed: its thread cannot disarm (it needs
+                # the lock), so the connection is still open and the number still its socket's.
+                # Once the lock is released that thread may close it and another thread's new
+                # connection may get the same number; the duplicate still names the old socket.
+                duplicate = _duplicate(fd)
+            if duplicate is not None:
+                _shut_down(duplicate)
 
 
-def _shut_down(fd: Callable[[], int | None]) -> None:
+def _duplicate(fd: Callable[[], int | None]) -> int | None:
     with contextlib.suppress(Exception):  # the connection may have closed meanwhile
         number = fd()
-        if number is None or number < 0:
-            return
-        # A duplicate of the descriptor: shutting it down ends the connection for the thread
-        # that waits on it (its poll wakes, the driver reads end-of-file), while closing only the
-        # duplicate leaves the descriptor the driver owns valid.
-        sock = socket.socket(fileno=os.dup(number))
-        try:
+        if number is not None and number >= 0:
+            return os.dup(number)
+    return None
+
+
+def _shut_down(duplicate: int) -> None:
+    # Shutting the duplicate down ends the connection for the thread that waits on it (its poll
+    # wakes, the driver reads end-of-file), while closing only the duplicate leaves the
+    # descriptor the driver owns valid.
+    try:
+        sock = socket.socket(fileno=duplicate)
+    except OSError:  # not a socket after all
+        os.close(duplicate)
+        return
+    try:
+        with contextlib.suppress(OSError):  # already closed by the server
             sock.shutdown(socket.SHUT_RDWR)
-        finally:
-            sock.close()
+    finally:
+        sock.close()
 
 
 _watchdog = _Watchdog()
@@ -178,7 +229,7 @@ def bounded(fd: Callable[[], int | None], seconds: float | None = None) -> Itera
     passes, the socket is shut down and the block's call fails with the driver's error; one
     line names the cause (never the query)."""
     cut = Cut()
-    limit = seconds if seconds is not None else _limit.get()
+    limit = seconds if seconds is not None else _current_limit()
     if limit is None:
         yield cut
         return
@@ -188,6 +239,9 @@ def bounded(fd: Callable[[], int | None], seconds: float | None = None) -> Itera
     finally:
         if _watchdog.disarm(key):
             cut.fired = True
+            scope = _scope.get()
+            if scope is not None:
+                scope.mark_cut()
             logger.warning("database did not answer within %.1f s: connection closed", limit)
 
 

@@ -26,6 +26,7 @@ from powercontext.memory.selectors import memory_list_entries
 from powercontext.search.vectors.vector_index import missing_vectors
 from review.models import Candidate
 from tests.hardening.services import (
+    Clients,
     RedisServer,
     p99,
     start_celery,
@@ -74,9 +75,17 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     beat = start_celery(
         ["beat", "--loglevel=WARNING", "-s", str(tmp_path / "beat-schedule")], env, logs["beat"]
     )
+    clients = Clients(url)
     try:
-        yield {"redis": redis, "url": url, "worker": worker, "worker_log": tmp_path / "worker.log"}
+        yield {
+            "redis": redis,
+            "url": url,
+            "worker": worker,
+            "worker_log": tmp_path / "worker.log",
+            "clients": clients,
+        }
     finally:
+        clients.close()
         for process in (beat, worker, web):
             stop(process)
         redis.stop()
@@ -95,7 +104,7 @@ def test_a_broker_restart_costs_writes_nothing_and_the_worker_survives_and_drain
 ) -> None:
     _, token = api_token_create(user=make_reviewer("broker-fault-reviewer"), name="fault", scopes=[])
     candidates = [make_candidate(SCOPE, source_refs=[make_source(SCOPE)]) for _ in range(10)]
-    client = httpx.Client(base_url=stack["url"], headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    client = stack["clients"].open(headers={"Authorization": f"Bearer {token}"})
     worker_log: Path = stack["worker_log"]
 
     def remember(text: str) -> float:

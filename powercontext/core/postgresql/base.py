@@ -1,6 +1,6 @@
-"""``ENGINE = "powercontext.core.postgresql"``: Django's PostgreSQL backend whose statements and
-connection health checks wait on the server no longer than the current answer limit
-(``powercontext.core.db_faults.bounded``). Everything else is Django's."""
+"""``ENGINE = "powercontext.core.postgresql"``: Django's PostgreSQL backend whose statements,
+commits, rollbacks, connection set-up and health checks wait on the server no longer than the
+current answer limit (``powercontext.core.db_faults.bounded``). Everything else is Django's."""
 
 from __future__ import annotations
 
@@ -29,6 +29,29 @@ class DatabaseWrapper(base.DatabaseWrapper):
     ) -> Any:
         with db_faults.bounded(self._socket):
             return execute(sql, params, many, context)
+
+    # COMMIT and ROLLBACK go to the driver directly, past the execute wrappers; so do the
+    # statements that set a new connection up (its time zone). A server that hangs just then
+    # would hold the request until it came back.
+    def _commit(self) -> Any:
+        with db_faults.bounded(self._socket):
+            return super()._commit()
+
+    def _rollback(self) -> Any:
+        with db_faults.bounded(self._socket):
+            return super()._rollback()
+
+    def init_connection_state(self) -> None:
+        with db_faults.bounded(self._socket):
+            super().init_connection_state()
+
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        # Once a wait of this request went unanswered, a new connection (Django opens one by
+        # itself to restore autocommit after a rollback that failed on the cut connection)
+        # fails at once instead of spending the connect timeout on the same hung server.
+        if db_faults.answer_already_missed():
+            raise OperationalError("the database did not answer earlier in this request")
+        return super().get_new_connection(conn_params)
 
     def is_usable(self) -> bool:
         # Django's health check (a SELECT 1 at a request's first query, and after an error) sends
