@@ -150,7 +150,13 @@ class _Watchdog:
             key = next(self._keys)
             self._armed[key] = fd
             heapq.heappush(self._heap, (time.monotonic() + seconds, key))
-            self._cond.notify()
+            # The thread sleeps until the earliest deadline it saw: only a deadline earlier than
+            # that one needs to wake it. With one limit for every statement a new deadline is
+            # the earliest only when nothing else is pending, so a busy worker's statements
+            # mostly arm without a thread switch (the thread drops the disarmed ones when it
+            # wakes).
+            if self._heap[0][1] == key:
+                self._cond.notify()
             return key
 
     def disarm(self, key: int) -> bool:
