@@ -278,16 +278,16 @@ def store_vectors(
     are allocated in commit order (the in-process matrix cache reads ``id`` > its largest).
     Concurrent embedders never fail or duplicate: the insert skips rows that exist by then
     (``ON CONFLICT DO NOTHING`` / ``INSERT OR IGNORE`` on the one-to-one column).
-    ``before_each`` runs before each model run (the embedder thread yields to writers there)."""
+    ``before_each`` runs before each model run (the embedder thread yields to writers there);
+    the model runs up to ``embedding.embed_threads()`` texts of the batch at once."""
     if not batch:
         return 0
     assert _outside_transactions(), "a model run never happens inside a transaction"
     memory: dict[int, tuple[str, bytes]] = {}  # entry version pk -> (scope id, vector)
     experience: dict[int, tuple[str, bytes]] = {}  # head pk -> (embedded text, vector)
-    for item in batch:
-        if before_each is not None:
-            before_each()
-        vector = embedding.to_bytes(model.embed(item.text))
+    vectors = model.embed_many([item.text for item in batch], before_each)
+    for item, computed in zip(batch, vectors, strict=True):
+        vector = embedding.to_bytes(computed)
         if item.experience:
             experience[item.pk] = (item.text, vector)
         else:
