@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from django.db import OperationalError
 from django.test import Client
 
 from context_api import operator
 from powercontext.core.models import MemoryEntryVector
 from powercontext.search import maintenance
-from powercontext.search.vectors import embedding, pending
+from powercontext.search.vectors import embedding, pending, vector_index
 from tests.powercontext.factories import make_memory
 
 TOKEN = "operator-monitoring-token-0123456789abcdef"
@@ -145,6 +146,65 @@ def test_a_write_during_a_catch_up_is_not_held_up_and_is_embedded_too(
         entry_version__entry_version_id=late.entry.entry_version_id
     ).exists()
     assert set(runs.values()) == {1} and len(runs) == 7
+
+
+class _LockNotAvailable(Exception):
+    sqlstate = "55P03"
+
+
+def _lock_timeout() -> OperationalError:
+    try:
+        raise OperationalError("canceling statement due to lock timeout") from _LockNotAvailable()
+    except OperationalError as exc:
+        return exc
+
+
+@pytest.mark.django_db
+def test_a_write_that_times_out_on_a_writers_lock_is_tried_again_with_the_same_vectors(
+    embeddings: Any, async_writes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(maintenance, "_dispatch", lambda scope_id: None)
+    for text in TEXTS[:3]:
+        make_memory("locked", text)
+    runs: Counter[str] = Counter()
+    real_embed, real_write = embeddings.embed, vector_index._write_vectors
+    attempts: list[int] = []
+
+    def counting(text: str) -> Any:
+        runs[text] += 1
+        return real_embed(text)
+
+    def busy_twice(*args: Any) -> int:
+        attempts.append(1)
+        if len(attempts) <= 2:  # a bulk writer still holds the head
+            raise _lock_timeout()
+        return real_write(*args)
+
+    monkeypatch.setattr(embeddings, "embed", counting)
+    monkeypatch.setattr(vector_index, "_write_vectors", busy_twice)
+
+    assert pending.embed_pending("locked", until_done=True).written == 3
+    assert len(attempts) == 3 and runs == Counter(TEXTS[:3])  # the model ran once per text
+
+
+@pytest.mark.django_db
+def test_other_database_errors_of_the_write_are_not_retried(
+    embeddings: Any, async_writes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(maintenance, "_dispatch", lambda scope_id: None)
+    make_memory("broken", TEXTS[0])
+    attempts: list[int] = []
+
+    def failing(*args: Any) -> int:
+        attempts.append(1)
+        raise OperationalError("disk I/O error")
+
+    monkeypatch.setattr(vector_index, "_write_vectors", failing)
+
+    with pytest.raises(OperationalError):
+        pending.embed_pending("broken")
+    assert attempts == [1]
+    assert vector_index.lock_timed_out(_lock_timeout()) is True
 
 
 # -- /health/detail: the embedder's pace and ETA ---------------------------------------------------

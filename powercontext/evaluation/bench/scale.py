@@ -193,3 +193,53 @@ def bench_prepare_sizes(
         "prepare_p50_ratio": round(large["prepare"]["p50_ms"] / small["prepare"]["p50_ms"], 2),
         "remember_p50_ratio": round(large["remember_p50_ms"] / small["remember_p50_ms"], 2),
     }
+
+
+def bench_threads(entries: int, rounds: int, out: Callable[[str], None]) -> dict[str, Any]:
+    """The embedder with one model run at a time (what it did before issue 35) against
+    ``embedding.embed_threads()`` runs at once, interleaved round by round on the same load:
+    each round seeds two fresh scopes of ``entries`` with the writes' signals held back, then
+    times ``embed_pending`` (what the thread and the Celery task run) on each, one mode first
+    in even rounds and the other in odd ones."""
+    from django.test import override_settings
+
+    from powercontext.search import maintenance
+
+    if not embedding.warm_up():
+        raise RuntimeError("the embedding model is unavailable")
+    corpus = Corpus(seed=235)
+    run = time.time_ns()
+    many = embedding.embed_threads()
+    seconds: dict[str, float] = {"one": 0.0, "many": 0.0}
+    cpu: dict[str, float] = {"one": 0.0, "many": 0.0}
+    dispatch = maintenance._dispatch
+    for index in range(rounds):
+        scopes = {mode: f"scale-threads-{run}-{index}-{mode}" for mode in seconds}
+        maintenance._dispatch = lambda scope_id: None  # type: ignore[assignment]
+        try:
+            for scope in scopes.values():
+                seed(scope, entries, corpus)
+        finally:
+            maintenance._dispatch = dispatch  # type: ignore[assignment]
+        for mode in ("one", "many") if index % 2 == 0 else ("many", "one"):
+            with override_settings(POWERCONTEXT_EMBED_THREADS=1 if mode == "one" else many):
+                cpu_before, started = time.process_time(), time.perf_counter()
+                done = pending.embed_pending(scopes[mode], until_done=True)
+                seconds[mode] += time.perf_counter() - started
+                cpu[mode] += time.process_time() - cpu_before
+            if done.written != entries or done.remaining:
+                raise RuntimeError(f"{done.written} of {entries} embedded")
+    total = entries * rounds
+    result = {
+        "entries_per_mode": total,
+        "rounds": rounds,
+        "threads_many": many,
+        "one_at_a_time_entries_per_second": round(total / seconds["one"], 1),
+        "many_at_once_entries_per_second": round(total / seconds["many"], 1),
+        "speed_up": round(seconds["one"] / seconds["many"], 2),
+        "cpu_ms_per_entry_one": round(1000 * cpu["one"] / total, 1),
+        "cpu_ms_per_entry_many": round(1000 * cpu["many"] / total, 1),
+        "load_average": load_average(),
+    }
+    out(str({"threads": result}))
+    return result

@@ -6,6 +6,10 @@ embedder running, then waits until every one has a vector: the seeding time, the
 last write and the catch-up time after it (entries/s), one worker process
 (``powercontext.evaluation.bench.scale``). The model is loaded before the clock starts.
 
+``--sections threads``: the embedder one model run at a time (as before issue 35) against
+several at once (``POWERCONTEXT_EMBED_THREADS``), interleaved over ``--rounds`` rounds of
+``--round-entries`` entries per mode on fresh scopes: entries/s of each, and CPU ms per entry.
+
 ``--sections prepare --url http://127.0.0.1:PORT`` (a gunicorn on the same database, started
 without the token requirement as for ``bench_http``): for each of ``--sizes`` (1,000 and
 100,000) a fresh scope seeded the same way and embedded, then hybrid prepare on new prompts with
@@ -26,15 +30,21 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
 from powercontext.evaluation.bench.common import load_average
-from powercontext.evaluation.bench.scale import bench_catch_up, bench_prepare_sizes
+from powercontext.evaluation.bench.scale import bench_catch_up, bench_prepare_sizes, bench_threads
 
 
 class Command(BaseCommand):
     help = "Scale benchmark: embedding catch-up after a bulk write; prepare over HTTP at 1k vs 100k."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--sections", default="catch_up", help="comma-separated: catch_up, prepare")
+        parser.add_argument(
+            "--sections", default="catch_up", help="comma-separated: catch_up, threads, prepare"
+        )
         parser.add_argument("--entries", type=int, default=10000, help="notes written for the catch-up")
+        parser.add_argument("--rounds", type=int, default=4, help="threads section: interleaved rounds")
+        parser.add_argument(
+            "--round-entries", type=int, default=400, help="threads section: entries per mode and round"
+        )
         parser.add_argument("--url", help="prepare section: the gunicorn serving this database")
         parser.add_argument("--sizes", default="1000,100000", help="prepare section: scope sizes")
         parser.add_argument("--clients", type=int, default=8, help="prepare section: concurrent clients")
@@ -47,6 +57,8 @@ class Command(BaseCommand):
         results: dict[str, Any] = {"database": connection.vendor, "load_average_start": load_average()}
         if "catch_up" in sections:
             results["catch_up"] = bench_catch_up(options["entries"], self.stdout.write)
+        if "threads" in sections:
+            results["threads"] = bench_threads(options["round_entries"], options["rounds"], self.stdout.write)
         if "prepare" in sections:
             if not options["url"]:
                 raise CommandError("--sections prepare needs --url")
