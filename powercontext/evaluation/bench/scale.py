@@ -6,6 +6,7 @@ signals and the embedder behave as in production; ``manage.py bench_scale`` driv
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import threading
@@ -106,6 +107,7 @@ def _http_prepare(
     ``seconds``; each request timed. p50 / p99 over all of them, requests per second, errors."""
     import httpx
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
     deadline = time.perf_counter() + seconds
     timings: list[list[float]] = [[] for _ in range(clients)]
     errors = [0] * clients
