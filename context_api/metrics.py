@@ -144,6 +144,11 @@ class StateCollector(Collector):
             "Entries and Experiences still without a vector.",
             state.embed_backlog,
         )
+        yield _gauge(
+            "powercontext_embed_vectors_stored",
+            "Vectors stored so far (largest vector ids; rate() of it is the embedder's pace).",
+            state.embed_vectors_stored,
+        )
         jobs = _labelled_gauge(
             "powercontext_pipeline_jobs",
             "Pipeline Phase 1 jobs by state (eligible: waiting to be claimed).",

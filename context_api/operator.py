@@ -15,12 +15,13 @@ import hmac
 import logging
 import threading
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework.request import Request
@@ -30,7 +31,7 @@ from rest_framework.views import APIView
 from context_api.errors import database_unavailable
 from powercontext import __version__
 from powercontext.core import broker, heartbeat
-from powercontext.core.models import MemoryMembership
+from powercontext.core.models import ExperienceVector, MemoryEntryVector, MemoryMembership
 from powercontext.core.recall import recallable_experience_heads
 from powercontext.pipeline import selectors as pipeline_selectors
 from powercontext.pipeline.config import pipeline_config
@@ -53,6 +54,13 @@ class Snapshot:
     workers_alive: int
     worker_last_seen_seconds: float | None  # the freshest heartbeat's age
     embed_backlog: int
+    # Vectors stored so far (the largest Memory and Experience vector ids: every insert, a
+    # rebuild's too), vectors stored per second since this process's earlier reading (within
+    # RATE_WINDOW_SECONDS; None at its first), and embed_backlog / that rate (0 without a
+    # backlog; None without a rate or while nothing is stored).
+    embed_vectors_stored: int
+    embed_rate_per_second: float | None
+    embed_eta_seconds: float | None
     pipeline_jobs: dict[str, int]
     pipeline_eligible_sessions: int
     pipeline_oldest_eligible_seconds: float | None
@@ -72,6 +80,9 @@ class _DatabaseFigures:
     workers_alive: int
     worker_last_seen_seconds: float | None
     embed_backlog: int
+    embed_vectors_stored: int
+    embed_rate_per_second: float | None
+    embed_eta_seconds: float | None
     pipeline_jobs: dict[str, int]
     pipeline_eligible_sessions: int
     pipeline_oldest_eligible_seconds: float | None
@@ -100,6 +111,47 @@ def embed_backlog() -> int:
         to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
     ).count()
     return int(memory + recallable_experience_heads().filter(experience_vector__isnull=True).count())
+
+
+def vectors_stored() -> int:
+    """Vectors stored so far: the largest Memory and Experience vector ids (primary keys, so
+    O(1)); they grow with every insert and never fall, whatever is deleted."""
+    memory = MemoryEntryVector.objects.aggregate(top=Max("id"))["top"] or 0
+    experience = ExperienceVector.objects.aggregate(top=Max("id"))["top"] or 0
+    return int(memory) + int(experience)
+
+
+RATE_WINDOW_SECONDS = 300.0
+# This process's readings of vectors_stored(): (time.monotonic(), vectors), oldest first, none
+# older than RATE_WINDOW_SECONDS. Fed by every snapshot (/health/detail, /metrics scrapes).
+_readings: deque[tuple[float, int]] = deque()
+_readings_lock = threading.Lock()
+
+
+def embed_progress(backlog: int, stored: int, now: float) -> tuple[float | None, float | None]:
+    """(vectors stored per second, seconds until the backlog is embedded at that rate), from the
+    oldest of this process's readings within the window (at least a second old); records this
+    reading. ``(None, None)`` at a process's first reading; the ETA is 0 without a backlog and
+    None while nothing is being stored."""
+    with _readings_lock:
+        while _readings and now - _readings[0][0] > RATE_WINDOW_SECONDS:
+            _readings.popleft()
+        earlier = _readings[0] if _readings and now - _readings[0][0] >= 1.0 else None
+        if not _readings or now - _readings[-1][0] >= 1.0:
+            _readings.append((now, stored))
+    eta: float | None = 0.0 if backlog == 0 else None
+    if earlier is None:
+        return None, eta
+    rate = max(0, stored - earlier[1]) / (now - earlier[0])
+    if backlog and rate > 0:
+        eta = round(backlog / rate, 1)
+    return round(rate, 2), eta
+
+
+def forget_readings() -> None:
+    """Drop this process's vector readings (tests)."""
+    with _readings_lock:
+        _readings.clear()
 
 
 def _pipeline() -> tuple[dict[str, int], int, float | None]:
@@ -134,11 +186,16 @@ def _database_figures() -> _DatabaseFigures:
     }
     rebuild = heartbeat.seen(heartbeat.REBUILD).get(heartbeat.REBUILD)
     jobs, eligible, oldest = _pipeline()
+    backlog, stored = embed_backlog(), vectors_stored()
+    rate, eta = embed_progress(backlog, stored, time.monotonic())
     return _DatabaseFigures(
         workers=workers,
         workers_alive=sum(1 for age in workers.values() if heartbeat.worker_alive(age, period)),
         worker_last_seen_seconds=min(workers.values()) if workers else None,
-        embed_backlog=embed_backlog(),
+        embed_backlog=backlog,
+        embed_vectors_stored=stored,
+        embed_rate_per_second=rate,
+        embed_eta_seconds=eta,
         pipeline_jobs=jobs,
         pipeline_eligible_sessions=eligible,
         pipeline_oldest_eligible_seconds=round(oldest, 3) if oldest is not None else None,
@@ -152,6 +209,9 @@ _NOTHING_KNOWN = _DatabaseFigures(
     workers_alive=0,
     worker_last_seen_seconds=None,
     embed_backlog=0,
+    embed_vectors_stored=0,
+    embed_rate_per_second=None,
+    embed_eta_seconds=None,
     pipeline_jobs={},
     pipeline_eligible_sessions=0,
     pipeline_oldest_eligible_seconds=None,

@@ -222,6 +222,10 @@ POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE = env_int("POWERCONTEXT_FEEDBACK_RATE_PER_
 # with this countdown), and the beat sweep's interval for gaps nobody signalled.
 POWERCONTEXT_EMBED_COALESCE_SECONDS = env_int("POWERCONTEXT_EMBED_COALESCE_SECONDS", 1, minimum=0)
 POWERCONTEXT_EMBED_SWEEP_SECONDS = env_int("POWERCONTEXT_EMBED_SWEEP_SECONDS", 60, minimum=1)
+# Texts the embedder (the thread, an embed task) runs through the model at once, each alone on
+# its own core (one model session per process); 0: as many as the cores this process may use.
+# Catch-up is bound by the model's CPU time: docs/operators.md "Embedding catch-up".
+POWERCONTEXT_EMBED_THREADS = env_int("POWERCONTEXT_EMBED_THREADS", 0, minimum=0)
 # Browser origins allowed to call the API (comma-separated, exact "scheme://host[:port]"). A request
 # carrying any other Origin header is refused (403); requests without one (agents, hooks, curl)
 # are not affected. Empty by default: no browser page may call /mcp.

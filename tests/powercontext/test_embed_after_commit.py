@@ -125,8 +125,9 @@ def test_an_entry_retired_before_the_embedder_ran_gets_no_vector(embeddings: Any
 
 @pytest.mark.django_db
 def test_an_entry_retired_while_its_vector_is_computed_gets_none(
-    embeddings: Any, async_writes: None, monkeypatch: pytest.MonkeyPatch
+    embeddings: Any, async_writes: None, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
+    settings.POWERCONTEXT_EMBED_THREADS = 1  # the model runs on this thread: the test's connection
     victim = make_memory("race", SCULPTURE)
     survivor = make_memory("race", PAINTING)
     real_embed = embeddings.embed

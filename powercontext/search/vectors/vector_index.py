@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
@@ -33,6 +33,9 @@ else:
     from powercontext.search.lazy_numpy import np
 
 EMBED_BATCH = 256
+# Tries of store_vectors' write when it times out waiting for a writer's lock (PostgreSQL's
+# lock_timeout, POWERCONTEXT_DB_LOCK_TIMEOUT_MS); the computed vectors are kept meanwhile.
+WRITE_ATTEMPTS = 5
 
 
 # -- writes (inside the writers' transactions) ---------------------------------------------------
@@ -278,20 +281,46 @@ def store_vectors(
     are allocated in commit order (the in-process matrix cache reads ``id`` > its largest).
     Concurrent embedders never fail or duplicate: the insert skips rows that exist by then
     (``ON CONFLICT DO NOTHING`` / ``INSERT OR IGNORE`` on the one-to-one column).
-    ``before_each`` runs before each model run (the embedder thread yields to writers there)."""
+    ``before_each`` runs before each model run (the embedder thread yields to writers there);
+    the model runs up to ``embedding.embed_threads()`` texts of the batch at once."""
     if not batch:
         return 0
     assert _outside_transactions(), "a model run never happens inside a transaction"
     memory: dict[int, tuple[str, bytes]] = {}  # entry version pk -> (scope id, vector)
     experience: dict[int, tuple[str, bytes]] = {}  # head pk -> (embedded text, vector)
-    for item in batch:
-        if before_each is not None:
-            before_each()
-        vector = embedding.to_bytes(model.embed(item.text))
+    vectors = model.embed_many([item.text for item in batch], before_each)
+    for item, computed in zip(batch, vectors, strict=True):
+        vector = embedding.to_bytes(computed)
         if item.experience:
             experience[item.pk] = (item.text, vector)
         else:
             memory[item.pk] = (item.scope_id, vector)
+    attempt = 1
+    while True:
+        try:
+            return _write_vectors(model, memory, experience)
+        except OperationalError as exc:
+            # A writer holding the scope's head longer than the lock timeout (a bulk import's
+            # transaction): keep the computed vectors and wait for it again, rather than
+            # computing them all over at the next signal.
+            if attempt >= WRITE_ATTEMPTS or not lock_timed_out(exc):
+                raise
+            attempt += 1
+
+
+def lock_timed_out(exc: BaseException) -> bool:
+    """Whether a database error is PostgreSQL's lock timeout (SQLSTATE 55P03)."""
+    cause = exc.__cause__
+    return getattr(cause, "sqlstate", None) == "55P03"
+
+
+def _write_vectors(
+    model: embedding.Embedder,
+    memory: dict[int, tuple[str, bytes]],
+    experience: dict[int, tuple[str, bytes]],
+) -> int:
+    """``store_vectors``' transaction: the computed vectors of the versions (and heads) still
+    active and still without one; returns the rows inserted."""
     with transaction.atomic():
         list(
             Artifact.objects.select_for_update()

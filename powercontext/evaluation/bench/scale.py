@@ -1,0 +1,247 @@
+"""Scale benchmarks (issue 35): embedding catch-up after a bulk write, and prepare over HTTP on a
+large scope. Entries are written through the service layer the API and the pipeline use
+(``memory_apply_changes``: one transaction, one Memory revision per chunk), so indexes,
+signals and the embedder behave as in production; ``manage.py bench_scale`` drives them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from powercontext.core.models import MemoryEntryVector, MemoryMembership
+from powercontext.evaluation.bench.common import Corpus, load_average, percentile
+from powercontext.memory.services import NewEntry, memory_apply_changes
+from powercontext.search.vectors import embedding, pending
+
+CHUNK = 500  # entries per write transaction when seeding
+
+
+def seed(scope_id: str, count: int, corpus: Corpus, chunk: int = CHUNK) -> float:
+    """Write ``count`` new notes to ``scope_id`` in transactions of ``chunk``; returns seconds."""
+    started = time.perf_counter()
+    written = 0
+    while written < count:
+        size = min(chunk, count - written)
+        batch = [
+            NewEntry(key=str(written + i), kind="note", text=corpus.note(), source_refs=[])
+            for i in range(size)
+        ]
+        with transaction.atomic(durable=True):
+            memory_apply_changes(scope_id=scope_id, remember=batch, retire_entry_ids=[])
+        written += size
+    return time.perf_counter() - started
+
+
+def backlog(scope_id: str) -> int:
+    """Active entry versions of the scope still without a vector."""
+    return int(
+        MemoryMembership.objects.filter(
+            scope_id=scope_id,
+            to_revision__isnull=True,
+            state=MemoryMembership.State.ACTIVE,
+            entry_version__vector__isnull=True,
+        ).count()
+    )
+
+
+def bench_catch_up(entries: int, out: Callable[[str], None], scope_id: str | None = None) -> dict[str, Any]:
+    """Write ``entries`` notes in bulk with the embedder running (this process's thread, the
+    embedded default; the same ``embed_pending`` a Celery worker runs), then wait until every
+    one has a vector. Reports the seeding time, the backlog at the last write, the catch-up time
+    after it and the rates. The model is loaded and warmed before the clock starts."""
+    if not embedding.warm_up():
+        raise RuntimeError("the embedding model is unavailable: nothing to catch up")
+    model = embedding.embedder()
+    assert model is not None
+    scope = scope_id or f"scale-catch-up-{time.time_ns()}"
+    corpus = Corpus(seed=35)
+    texts = [corpus.note() for _ in range(200)]
+    tokens = sum(len(model._tokenizer.encode(text).ids) for text in texts) / len(texts)
+    load_before = load_average()
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    seed_seconds = seed(scope, entries, corpus)
+    last_write = time.perf_counter()
+    left = backlog(scope)
+    if not pending.wait_until_embedded(scope, 3600):
+        raise RuntimeError("the embedder did not catch up within an hour")
+    done = time.perf_counter()
+    cpu = time.process_time() - cpu_before
+    stored = MemoryEntryVector.objects.filter(scope_id=scope).count()
+    catch_up = done - last_write
+    threads = getattr(embedding, "embed_threads", lambda: 1)()
+    result = {
+        "entries": entries,
+        "vectors": stored,
+        "embed_threads": threads,
+        "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "tokens_per_entry": round(tokens, 1),
+        "seed_seconds": round(seed_seconds, 2),
+        "backlog_at_last_write": left,
+        "catch_up_seconds_after_last_write": round(catch_up, 2),
+        "catch_up_entries_per_second": round(left / catch_up, 1) if catch_up > 0 else None,
+        "write_to_all_embedded_seconds": round(done - started, 2),
+        "entries_per_second_overall": round(entries / (done - started), 1),
+        "process_cpu_seconds": round(cpu, 1),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+    }
+    out(str({"catch_up": result}))
+    if stored != entries:
+        raise RuntimeError(f"{stored} vectors for {entries} entries")
+    return result
+
+
+def _http_prepare(
+    url: str, scope_id: str, queries: list[str], clients: int, seconds: float
+) -> dict[str, Any]:
+    """``clients`` concurrent clients (threads, one connection each) prepare back to back for
+    ``seconds``; each request timed. p50 / p99 over all of them, requests per second, errors."""
+    import httpx
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
+    deadline = time.perf_counter() + seconds
+    timings: list[list[float]] = [[] for _ in range(clients)]
+    errors = [0] * clients
+    barrier = threading.Barrier(clients)
+
+    def run(index: int) -> None:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            barrier.wait()
+            i = index
+            while time.perf_counter() < deadline:
+                body = {"scope_id": scope_id, "query": queries[i % len(queries)], "max_bytes": 8000}
+                start = time.perf_counter()
+                response = client.post("/v1/context/prepare", json=body)
+                timings[index].append((time.perf_counter() - start) * 1000)
+                if response.status_code != 200:
+                    errors[index] += 1
+                i += clients
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    samples = [t for per_client in timings for t in per_client]
+    return {
+        "clients": clients,
+        "requests": len(samples),
+        "errors": sum(errors),
+        "p50_ms": round(statistics.median(samples), 2),
+        "p99_ms": round(percentile(samples, 0.99), 2),
+        "rps": round(len(samples) / elapsed, 1),
+    }
+
+
+def _http_remember(url: str, scope_id: str, corpus: Corpus, samples: int) -> float:
+    """p50 (ms) of sequential remembers of new notes over HTTP."""
+    import httpx
+
+    timings = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for _ in range(samples):
+            body = {"scope_id": scope_id, "kind": "note", "text": corpus.note()}
+            start = time.perf_counter()
+            response = client.post("/v1/memory/remember", json=body)
+            timings.append((time.perf_counter() - start) * 1000)
+            if response.status_code not in (200, 201):
+                raise RuntimeError(f"remember answered {response.status_code}")
+    return statistics.median(timings)
+
+
+def bench_prepare_sizes(
+    url: str, sizes: list[int], clients: int, seconds: float, samples: int, out: Callable[[str], None]
+) -> dict[str, Any]:
+    """For each size a fresh scope seeded in bulk and embedded (this process's embedder), then,
+    against the server at ``url`` (same database): hybrid prepare with ``clients`` concurrent
+    clients on new prompts (p50 / p99 / rps) and sequential remember p50; the ratios largest vs
+    smallest size."""
+    corpus = Corpus(seed=135)
+    run = time.time_ns()
+    rows: dict[str, Any] = {}
+    for size in sorted(sizes):
+        scope = f"scale-prepare-{run}-{size}"
+        seed_seconds = seed(scope, size, corpus)
+        waited = time.perf_counter()
+        if embedding.embedder() is not None and not pending.wait_until_embedded(scope, 4 * 3600):
+            raise RuntimeError("the embedder did not catch up")
+        embed_seconds = time.perf_counter() - waited
+        queries = [corpus.query() for _ in range(4000)]
+        _http_prepare(url, scope, [corpus.query() for _ in range(200)], clients, 3)  # warm the workers
+        prepare = _http_prepare(url, scope, queries, clients, seconds)
+        remember = _http_remember(url, scope, corpus, samples)
+        rows[str(size)] = {
+            "seed_seconds": round(seed_seconds, 1),
+            "embed_seconds": round(embed_seconds, 1),
+            "prepare": prepare,
+            "remember_p50_ms": round(remember, 2),
+            "load_average": load_average(),
+        }
+        out(str({str(size): rows[str(size)]}))
+    small, large = rows[str(min(sizes))], rows[str(max(sizes))]
+    return {
+        "sizes": rows,
+        "prepare_p50_ratio": round(large["prepare"]["p50_ms"] / small["prepare"]["p50_ms"], 2),
+        "remember_p50_ratio": round(large["remember_p50_ms"] / small["remember_p50_ms"], 2),
+    }
+
+
+def bench_threads(entries: int, rounds: int, out: Callable[[str], None]) -> dict[str, Any]:
+    """The embedder with one model run at a time (what it did before issue 35) against
+    ``embedding.embed_threads()`` runs at once, interleaved round by round on the same load:
+    each round seeds two fresh scopes of ``entries`` with the writes' signals held back, then
+    times ``embed_pending`` (what the thread and the Celery task run) on each, one mode first
+    in even rounds and the other in odd ones."""
+    from django.test import override_settings
+
+    from powercontext.search import maintenance
+
+    if not embedding.warm_up():
+        raise RuntimeError("the embedding model is unavailable")
+    corpus = Corpus(seed=235)
+    run = time.time_ns()
+    many = embedding.embed_threads()
+    seconds: dict[str, float] = {"one": 0.0, "many": 0.0}
+    cpu: dict[str, float] = {"one": 0.0, "many": 0.0}
+    dispatch = maintenance._dispatch
+    for index in range(rounds):
+        scopes = {mode: f"scale-threads-{run}-{index}-{mode}" for mode in seconds}
+        maintenance._dispatch = lambda scope_id: None  # type: ignore[assignment]
+        try:
+            for scope in scopes.values():
+                seed(scope, entries, corpus)
+        finally:
+            maintenance._dispatch = dispatch  # type: ignore[assignment]
+        for mode in ("one", "many") if index % 2 == 0 else ("many", "one"):
+            with override_settings(POWERCONTEXT_EMBED_THREADS=1 if mode == "one" else many):
+                cpu_before, started = time.process_time(), time.perf_counter()
+                done = pending.embed_pending(scopes[mode], until_done=True)
+                seconds[mode] += time.perf_counter() - started
+                cpu[mode] += time.process_time() - cpu_before
+            if done.written != entries or done.remaining:
+                raise RuntimeError(f"{done.written} of {entries} embedded")
+    total = entries * rounds
+    result = {
+        "entries_per_mode": total,
+        "rounds": rounds,
+        "threads_many": many,
+        "one_at_a_time_entries_per_second": round(total / seconds["one"], 1),
+        "many_at_once_entries_per_second": round(total / seconds["many"], 1),
+        "speed_up": round(seconds["one"] / seconds["many"], 2),
+        "cpu_ms_per_entry_one": round(1000 * cpu["one"] / total, 1),
+        "cpu_ms_per_entry_many": round(1000 * cpu["many"] / total, 1),
+        "load_average": load_average(),
+    }
+    out(str({"threads": result}))
+    return result

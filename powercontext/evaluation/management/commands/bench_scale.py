@@ -1,0 +1,78 @@
+"""Scale benchmark (issue 35), one run per database.
+
+``--sections catch_up`` (the default): writes ``--entries`` notes (10,000) to a fresh scope in
+bulk through the service layer (``memory_apply_changes``, 500 a transaction) with this process's
+embedder running, then waits until every one has a vector: the seeding time, the backlog at the
+last write and the catch-up time after it (entries/s), one worker process
+(``powercontext.evaluation.bench.scale``). The model is loaded before the clock starts.
+
+``--sections threads``: the embedder one model run at a time (as before issue 35) against
+several at once (``POWERCONTEXT_EMBED_THREADS``), interleaved over ``--rounds`` rounds of
+``--round-entries`` entries per mode on fresh scopes: entries/s of each, and CPU ms per entry.
+
+``--sections prepare --url http://127.0.0.1:PORT`` (a gunicorn on the same database, started
+without the token requirement as for ``bench_http``): for each of ``--sizes`` (1,000 and
+100,000) a fresh scope seeded the same way and embedded, then hybrid prepare on new prompts with
+``--clients`` (8) concurrent clients for ``--seconds`` (p50 / p99 / requests per second) and
+``--samples`` sequential remembers (p50), and the ratios largest vs smallest size.
+
+Writes fresh scopes (``scale-…``): use a throwaway database (scripts/bench.sh's way: migrate,
+flush, then run with ``CELERY_BROKER_URL`` unset so that the embedder is this process's thread).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
+
+from powercontext.evaluation.bench.common import load_average
+from powercontext.evaluation.bench.scale import bench_catch_up, bench_prepare_sizes, bench_threads
+
+
+class Command(BaseCommand):
+    help = "Scale benchmark: embedding catch-up after a bulk write; prepare over HTTP at 1k vs 100k."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--sections", default="catch_up", help="comma-separated: catch_up, threads, prepare"
+        )
+        parser.add_argument("--entries", type=int, default=10000, help="notes written for the catch-up")
+        parser.add_argument("--rounds", type=int, default=4, help="threads section: interleaved rounds")
+        parser.add_argument(
+            "--round-entries", type=int, default=400, help="threads section: entries per mode and round"
+        )
+        parser.add_argument("--url", help="prepare section: the gunicorn serving this database")
+        parser.add_argument("--sizes", default="1000,100000", help="prepare section: scope sizes")
+        parser.add_argument("--clients", type=int, default=8, help="prepare section: concurrent clients")
+        parser.add_argument("--seconds", type=float, default=20.0, help="prepare section: seconds per size")
+        parser.add_argument("--samples", type=int, default=200, help="prepare section: sequential remembers")
+        parser.add_argument("--json", dest="json_path", help="also write results to this file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        sections = {s.strip() for s in options["sections"].split(",") if s.strip()}
+        results: dict[str, Any] = {"database": connection.vendor, "load_average_start": load_average()}
+        if "catch_up" in sections:
+            results["catch_up"] = bench_catch_up(options["entries"], self.stdout.write)
+        if "threads" in sections:
+            results["threads"] = bench_threads(options["round_entries"], options["rounds"], self.stdout.write)
+        if "prepare" in sections:
+            if not options["url"]:
+                raise CommandError("--sections prepare needs --url")
+            results["prepare"] = bench_prepare_sizes(
+                options["url"].rstrip("/"),
+                [int(size) for size in options["sizes"].split(",")],
+                options["clients"],
+                options["seconds"],
+                options["samples"],
+                self.stdout.write,
+            )
+        results["load_average_end"] = load_average()
+        results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        self.stdout.write(json.dumps(results, indent=2))
+        if options["json_path"]:
+            with open(options["json_path"], "w", encoding="utf-8") as handle:
+                json.dump(results, handle, indent=2)
