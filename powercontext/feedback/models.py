@@ -7,6 +7,9 @@ people decided about reported items.
   use, distinct reporters of ``wrong`` and ``outdated`` since the item's last standing
   dismissal. Written only by ``services.counters_refresh_within`` (in the feedback write's
   transaction, or a rebuild); never by prepare, which only reads it.
+- ``CounterGeneration`` says whether a scope's counters changed: one value per scope, drawn anew
+  by every transaction that writes them, so that prepare's cache of counters is checked by one
+  indexed row.
 - ``ReportDecision`` is insert-only: a reviewer dismissed, retired or revised a reported item,
   or took such a decision back (``undone``: a row naming the decision it undoes).
 
@@ -142,6 +145,21 @@ class FeedbackCounter(PkNamedModel):
                 fields=["-last_reported_at"], condition=Q(reporters__gt=0), name="feedback_counter_reported"
             ),
         ]
+
+
+class CounterGeneration(PkNamedModel):
+    """Whether a scope's counters changed: one row per scope whose counters were ever written,
+    holding a random value that every transaction writing them draws anew
+    (``services.counters_refresh_within``, a rebuild). Prepare reads it first (one indexed row)
+    and uses the counters its process cached at the same value (``selectors.usage_for``); no
+    row: the scope has no counter. A random value rather than a count, so that a rolled-back
+    write or a restored database cannot show a value some process cached other counters at."""
+
+    scope_id = models.CharField(max_length=SCOPE_MAX_LENGTH, unique=True)
+    generation = models.BigIntegerField()
+
+    class Meta:
+        verbose_name = "feedback counter generation"
 
 
 class ReportDecision(PkNamedModel):

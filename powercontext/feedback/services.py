@@ -14,6 +14,7 @@ so the recount sees every committed row.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ from powercontext.feedback.models import (
     EXPERIENCE,
     MEMORY,
     REPORTS,
+    CounterGeneration,
     Feedback,
     FeedbackCounter,
     Outcome,
@@ -259,17 +261,36 @@ _REFRESH = (
 )
 
 
+# A new generation for the scope's counters (``CounterGeneration``): the row is created by the
+# scope's first counter write, then rewritten by each.
+_NEW_GENERATION = (
+    f"INSERT INTO {CounterGeneration._meta.db_table} (scope_id, generation) VALUES (%s, %s) "
+    "ON CONFLICT (scope_id) DO UPDATE SET generation = excluded.generation"
+)
+
+
+def _counters_changed(scope_id: str) -> None:
+    """Draw the scope's counters a new generation, in the caller's transaction: processes that
+    cached the old one read the counters again once it commits. Last in every writer's
+    transaction, so its row lock (PostgreSQL) is held only until the commit, and always after the
+    counter rows' locks (no two writers wait on each other's)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_NEW_GENERATION, [scope_id, secrets.randbits(63)])
+
+
 def counters_refresh_within(scope_id: str, targets: Sequence[str]) -> int:
     """Recompute the counters of ``targets`` from the log, inside the caller's transaction
-    (which holds their counter rows locked: ``_lock_counters``). One statement; returns the
-    counter rows it rewrote."""
+    (which holds their counter rows locked: ``_lock_counters``), and draw the scope's counters
+    a new generation. Two statements; returns the counter rows it rewrote."""
     require_transaction("counters_refresh_within")
     if not targets:
         return 0
     placeholders = ", ".join(["%s"] * len(targets))
     with connection.cursor() as cursor:
         cursor.execute(f"{_REFRESH}({placeholders})", [scope_id, *targets])
-        return int(cursor.rowcount)
+        rewritten = int(cursor.rowcount)
+    _counters_changed(scope_id)
+    return rewritten
 
 
 @transaction.atomic(durable=True)
@@ -341,7 +362,10 @@ def counters_rebuild(*, scope_id: str) -> int:
         for target, figures in expected.items()
     ]
     _lock_counters(scope_id, targets)
-    counters_refresh_within(scope_id, sorted(expected))
+    if expected:
+        counters_refresh_within(scope_id, sorted(expected))
+    else:  # the log holds nothing (any rows were deleted above)
+        _counters_changed(scope_id)
     return len(expected)
 
 

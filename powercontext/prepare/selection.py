@@ -8,9 +8,10 @@ result.
 Near-identical hits (the same words in the same order as a better-ranked one, under another
 citation) are collapsed here too, so that the window's slots carry different facts.
 
-Feedback (``powercontext.feedback``) is read here too, in one indexed read of the hits'
-counters: a Memory entry version that enough distinct reporters called wrong or outdated is held
-out (``held_by_reports``) until a person decides, and the bounded use prior
+Feedback (``powercontext.feedback``) is read here too: the hits' counters, which the process
+keeps while the scope's counter generation (one indexed row, read every time) stays the same,
+else one indexed read. A Memory entry version that enough distinct reporters called wrong or
+outdated is held out (``held_by_reports``) until a person decides, and the bounded use prior
 (``feedback.prior``) reorders the hits the floor admits. Then the pack's cut (``prepare.cut``)
 stops admitting Memory hits where the evidence runs out (``below_pack_cut``). Selection never
 writes.
