@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
-from powercontext.evaluation.bench.common import compare, interleaved
+from powercontext.evaluation.bench.common import compare, interleaved, run_clients
 
 
 class FakeClock:
@@ -64,3 +65,18 @@ def test_compare_has_no_ratio_when_the_denominator_takes_no_time() -> None:
 
     assert result["x_vs_y_p50"] is None
     assert result["x_p50_ms"] == 1.5
+
+
+def test_run_clients_runs_every_client_index_at_the_same_time() -> None:
+    # The barrier opens only when all three runs wait at it together: run one after another,
+    # the first would time out.
+    together = threading.Barrier(3, timeout=30)
+    seen: list[int] = []
+
+    def run(index: int) -> None:
+        together.wait()
+        seen.append(index)
+
+    elapsed = run_clients(3, run)
+    assert sorted(seen) == [0, 1, 2]
+    assert elapsed >= 0

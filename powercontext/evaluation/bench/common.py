@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -113,3 +114,14 @@ def compare(timings: dict[str, list[float]], numerator: str, denominator: str) -
 def load_average() -> list[float]:
     """The machine's 1, 5 and 15 minute load averages (``uptime``), rounded."""
     return [round(value, 2) for value in os.getloadavg()]
+
+
+def run_clients(clients: int, run: Callable[[int], None]) -> float:
+    """Run ``run(0)`` .. ``run(clients - 1)`` in as many threads at once; the seconds they took."""
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from powercontext.evaluation.bench.common import SCOPE
+from powercontext.evaluation.bench.common import SCOPE, run_clients
 
 
 def prepare_throughput(
@@ -37,13 +37,7 @@ def prepare_throughput(
                     errors[index] += 1
                 i += clients
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_clients(clients, run)
     return {
         "throughput_clients": clients,
         "throughput_requests": sum(counts),

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from powercontext.core.models import MemoryEntryVector, MemoryMembership
-from powercontext.evaluation.bench.common import Corpus, load_average, percentile
+from powercontext.evaluation.bench.common import Corpus, load_average, percentile, run_clients
 from powercontext.memory.services import NewEntry, memory_apply_changes
 from powercontext.search.vectors import embedding, pending
 
@@ -126,13 +126,7 @@ def _http_prepare(
                     errors[index] += 1
                 i += clients
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_clients(clients, run)
     samples = [t for per_client in timings for t in per_client]
     return {
         "clients": clients,

@@ -36,7 +36,14 @@ from django.utils import timezone
 
 from powercontext.core.models import MemoryEntryVersion
 from powercontext.core.tokens import api_token_create
-from powercontext.evaluation.bench.common import Corpus, compare, interleaved, load_average, percentile
+from powercontext.evaluation.bench.common import (
+    Corpus,
+    compare,
+    interleaved,
+    load_average,
+    percentile,
+    run_clients,
+)
 from powercontext.evaluation.bench.feedback import feedback_bodies, feedback_plan
 from powercontext.evaluation.bench.http import prepare_throughput
 from powercontext.evaluation.note_sets import memory_item_citations
@@ -315,13 +322,7 @@ def _post_feedback(
                 else:
                     errors[index] += 1
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_clients(clients, run)
     samples = [ms for client in latencies for ms in client]
     return {
         "clients": clients,

@@ -27,7 +27,14 @@ from typing import Any
 import httpx
 from django.core.management.base import BaseCommand, CommandParser
 
-from powercontext.evaluation.bench.common import SCOPE, Corpus, interleaved, load_average, percentile
+from powercontext.evaluation.bench.common import (
+    SCOPE,
+    Corpus,
+    interleaved,
+    load_average,
+    percentile,
+    run_clients,
+)
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 
 
@@ -49,13 +56,8 @@ def _throughput(urls: list[str], queries: list[str], clients: int, seconds: floa
                 errors[index] += not ok
                 i += clients
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(counts), time.perf_counter() - started, sum(errors)
+    elapsed = run_clients(clients, run)
+    return sum(counts), elapsed, sum(errors)
 
 
 class Command(BaseCommand):
