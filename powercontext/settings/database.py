@@ -38,7 +38,11 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
             private_sqlite_files(sqlite_path, create=True)
     else:
         data_dir.mkdir(parents=True, exist_ok=True)
-        _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(data_dir / "powercontext.sqlite3")}
+        _db = {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(data_dir / "powercontext.sqlite3"),
+            "CONN_MAX_AGE": env_int("POWERCONTEXT_DB_CONN_MAX_AGE", 60),
+        }
         private_files(data_dir, Path(_db["NAME"]))
 
     if _db["ENGINE"] == "django.db.backends.sqlite3":

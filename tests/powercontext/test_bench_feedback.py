@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from powercontext.core.models import MemoryEntryVersion
 from powercontext.evaluation.bench.feedback import USED, feedback_bodies, feedback_plan
 from powercontext.feedback.models import Feedback, FeedbackCounter
 from powercontext.feedback.services import counters_verify
@@ -62,4 +63,11 @@ def test_the_command_seeds_both_scopes_and_compares_them_in_process(tmp_path: Pa
     assert setup["counter_rows"] == FeedbackCounter.objects.filter(scope_id=scope_id).count() > 0
     assert counters_verify(scope_id=scope_id).ok
     assert results["in_process"]["samples"] == 4 and "feedback_vs_none_p50" in results["in_process"]
+    assert results["in_process"]["control_vs_none_p50"] > 0  # the noise, measured in the same run
+    # The control and the scope without feedback hold the same notes as the one with it.
+    texts = {
+        scope: sorted(MemoryEntryVersion.objects.filter(scope_id=scope).values_list("text", flat=True))
+        for scope in MemoryEntryVersion.objects.values_list("scope_id", flat=True).distinct()
+    }
+    assert len(texts) == 3 and len({tuple(v) for v in texts.values()}) == 1
     assert "http" not in results  # no --url: the HTTP sections need a live server

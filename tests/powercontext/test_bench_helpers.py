@@ -1,11 +1,15 @@
-"""The benchmark's interleaving and comparison helpers (pure: a fake clock, no timing)."""
+"""The benchmark's interleaving, comparison and load helpers (a fake clock, no timing; the
+load helper against a local stand-in server)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from powercontext.evaluation.bench.common import compare, interleaved, run_clients
+from powercontext.evaluation.bench.http import mixed_throughput
 
 
 class FakeClock:
@@ -80,3 +84,61 @@ def test_run_clients_runs_every_client_index_at_the_same_time() -> None:
     elapsed = run_clients(3, run)
     assert sorted(seen) == [0, 1, 2]
     assert elapsed >= 0
+
+
+def test_mixed_throughput_asks_every_scope_the_same_queries_in_turn() -> None:
+    """A local stand-in server records what each client connection asked; every client asks the
+    scopes in turn, each query of all of them before the next, and a failing scope counts as an
+    error, never as a request."""
+    asked: list[tuple[int, str, str]] = []  # (client port, scope, query)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                asked.append((self.client_address[1], body["scope_id"], body["query"]))
+            status = 500 if body["scope_id"] == "broken" else 200
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    serving = threading.Thread(target=server.serve_forever)
+    serving.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        queries = [f"query {n}" for n in range(50)]
+        scopes = {"a": "scope-a", "b": "scope-b", "c": "broken"}
+        result = mixed_throughput(url, queries, clients=3, seconds=0.3, scopes=scopes)
+    finally:
+        server.shutdown()
+        serving.join()
+        server.server_close()
+
+    per_client: dict[int, list[tuple[str, str]]] = {}
+    for port, scope, query in asked:
+        per_client.setdefault(port, []).append((scope, query))
+    assert len(per_client) == 3
+    starts = set()
+    for calls in per_client.values():
+        starts.add(calls[0][0])
+        for first, second in zip(calls, calls[1:], strict=False):
+            names = ["scope-a", "scope-b", "broken"]
+            assert names.index(second[0]) == (names.index(first[0]) + 1) % 3  # in turn
+        turns = [calls[n : n + 3] for n in range(0, len(calls) - len(calls) % 3, 3)]
+        asked_per_turn = [{query for _, query in turn} for turn in turns]
+        assert all(len(queries_of_turn) == 1 for queries_of_turn in asked_per_turn)  # one query a turn
+        numbers = [int(next(iter(q)).split()[1]) for q in asked_per_turn]
+        assert all(b == (a + 3) % 50 or b == a + 3 for a, b in zip(numbers, numbers[1:], strict=False))
+    assert starts == {"scope-a", "scope-b", "broken"}  # client n starts at scope n
+    assert result["c_requests"] == 0 and result["c_rps"] == 0.0
+    assert result["errors"] == sum(1 for _, scope, _ in asked if scope == "broken")
+    assert result["a_requests"] + result["b_requests"] + result["errors"] == len(asked)
+    assert result["a_rps"] > 0 and result["b_rps"] > 0

@@ -1,21 +1,26 @@
 """Benchmark: what feedback costs prepare, and what recording it costs (issue 30).
 
-Seeds two scopes with the same ``--entries`` notes (1,000) through the real services, one with
-``--rows`` feedback rows (100,000; ``powercontext.evaluation.bench.feedback``: bulk-inserted in
-batches, then ``counters_rebuild_all``) and one with none. Then, in one run:
+Seeds three scopes with the same ``--entries`` notes (1,000) through the real services: one
+with ``--rows`` feedback rows (100,000; ``powercontext.evaluation.bench.feedback``:
+bulk-inserted in batches, then ``counters_rebuild_all``), one with none, and a control, also
+with none. The control does exactly the work of ``none``: its ratio to ``none`` is how far apart
+two equal variants come out in this run, the noise to read the feedback ratio against. Then, in
+one run:
 
-- prepare in process, the two scopes interleaved query by query on the same prompts;
+- prepare in process, the scopes interleaved query by query on the same prompts;
 - with ``--url`` (a live gunicorn on the same database, as ``bench_http``): prepare over HTTP
-  interleaved request by request, then ``--clients`` concurrent clients (8) in alternating rounds
-  (``--rounds``, each round starting with the other scope) on the same prompts;
+  interleaved request by request; then ``--clients`` concurrent clients (8), each scope alone in
+  ``--rounds`` rotating rounds, and the scopes mixed in one load (``mixed_throughput``) on the
+  same prompts;
 - ``POST /v1/context/feedback``, bodies of 1-3 cited items, mostly ``used``, each client with its
   own token: one client, then ``--clients`` back to back, then ``--clients`` paced (one call
-  every ``--feedback-interval`` ms each); p50, p95, max. The server needs ``POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE`` high enough (or 0): scripts/bench.sh
-  starts it so; a 429 counts as an error.
+  every ``--feedback-interval`` ms each); p50, p95, max. The server needs
+  ``POWERCONTEXT_FEEDBACK_RATE_PER_MINUTE`` high enough (or 0): scripts/bench.sh starts it so; a
+  429 counts as an error.
 
-The figures to read are the ratios with feedback / without (p50 and throughput) and the
-feedback p95. Writes fresh scopes (``bench-fb-<run>-...``) and a user with tokens: use a
-throwaway database (scripts/bench.sh does).
+The figures to read are the ratios with feedback / without (p50 and throughput), each beside
+the control's, and the feedback p95. Writes fresh scopes (``bench-fb-<run>-...``) and a user
+with tokens: use a throwaway database (scripts/bench.sh does).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from powercontext.evaluation.bench.common import (
     run_clients,
 )
 from powercontext.evaluation.bench.feedback import feedback_bodies, feedback_plan
-from powercontext.evaluation.bench.http import prepare_throughput
+from powercontext.evaluation.bench.http import mixed_throughput, prepare_throughput
 from powercontext.evaluation.note_sets import memory_item_citations
 from powercontext.feedback.models import MEMORY, Feedback, FeedbackCounter
 from powercontext.feedback.prior import memory_target
@@ -58,7 +63,7 @@ from powercontext.prepare.trace import HELD_BY_REPORTS
 from powercontext.search.vectors import embedding, pending
 
 BATCH = 5000
-FEEDBACK, NONE = "feedback", "none"
+FEEDBACK, NONE, CONTROL = "feedback", "none", "control"
 
 
 class Command(BaseCommand):
@@ -72,8 +77,13 @@ class Command(BaseCommand):
         parser.add_argument("--days", type=int, default=365)
         parser.add_argument("--samples", type=int, default=300, help="timed prepares per scope")
         parser.add_argument("--clients", type=int, default=8)
-        parser.add_argument("--seconds", type=float, default=16.0, help="throughput time per scope")
-        parser.add_argument("--rounds", type=int, default=4, help="alternating throughput rounds per scope")
+        parser.add_argument(
+            "--seconds", type=float, default=18.0, help="each scope alone: its throughput time"
+        )
+        parser.add_argument("--rounds", type=int, default=6, help="rotating throughput rounds per scope")
+        parser.add_argument(
+            "--mixed-seconds", type=float, default=48.0, help="the scopes' mixed throughput load, in all"
+        )
         parser.add_argument(
             "--feedback-requests", type=int, default=250, help="feedback calls per client and phase"
         )
@@ -87,7 +97,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         run = uuid.uuid4().hex[:8]
-        scopes = {FEEDBACK: f"bench-fb-{run}-feedback", NONE: f"bench-fb-{run}-none"}
+        scopes = {
+            FEEDBACK: f"bench-fb-{run}-feedback",
+            NONE: f"bench-fb-{run}-none",
+            CONTROL: f"bench-fb-{run}-control",
+        }
         results: dict[str, Any] = {"database": connection.vendor, "load_average_start": load_average()}
         results["setup"] = self._seed(scopes, options)
         self._say({"setup": results["setup"]})
@@ -202,11 +216,11 @@ class Command(BaseCommand):
                 PrepareRequest(scope_id=scopes[scope], query=queries[i], max_bytes=8000)
             )
 
-        for i in range(len(queries)):  # steady state: every query vector cached, both scopes warm
-            prepare(FEEDBACK)(i)
-            prepare(NONE)(i)
-        timings = interleaved({FEEDBACK: prepare(FEEDBACK), NONE: prepare(NONE)}, len(queries))
-        return {**compare(timings, FEEDBACK, NONE), "load_average": load_average()}
+        for i in range(len(queries)):  # steady state: every query vector cached, the scopes warm
+            for scope in scopes:
+                prepare(scope)(i)
+        timings = interleaved({scope: prepare(scope) for scope in scopes}, len(queries))
+        return _with_control(timings)
 
     @staticmethod
     def _http(url: str, scopes: dict[str, str], queries: list[str]) -> dict[str, Any]:
@@ -222,33 +236,45 @@ class Command(BaseCommand):
 
             for _ in range(2):  # warm both workers' caches (query vectors, the scopes' matrices)
                 for i in range(len(queries)):
-                    post(FEEDBACK)(i)
-                    post(NONE)(i)
-            timings = interleaved({FEEDBACK: post(FEEDBACK), NONE: post(NONE)}, len(queries))
-        return {**compare(timings, FEEDBACK, NONE), "load_average": load_average()}
+                    for scope in scopes:
+                        post(scope)(i)
+            timings = interleaved({scope: post(scope) for scope in scopes}, len(queries))
+        return _with_control(timings)
 
     @staticmethod
     def _throughput(
         url: str, scopes: dict[str, str], queries: list[str], options: dict[str, Any]
     ) -> dict[str, Any]:
+        """8-client throughput two ways: each scope alone, in ``--rounds`` rounds rotating which
+        goes first (a scope's load meets whatever else the machine does at its moment), and the
+        scopes mixed in one load for ``--mixed-seconds`` (``mixed_throughput``: each meets the
+        same moments). The control's ratio to ``none`` is the noise of each way."""
         rounds = max(1, options["rounds"])
         seconds = options["seconds"] / rounds
-        totals = {FEEDBACK: [0, 0.0, 0], NONE: [0, 0.0, 0]}  # requests, seconds, errors
+        names = list(scopes)
+        totals = {scope: [0, 0.0, 0] for scope in names}  # requests, seconds, errors
         for number in range(rounds):
-            order = [FEEDBACK, NONE] if number % 2 == 0 else [NONE, FEEDBACK]
-            for scope in order:
+            for scope in names[number % len(names) :] + names[: number % len(names)]:
                 run = prepare_throughput(url, queries, options["clients"], seconds, scope_id=scopes[scope])
                 totals[scope][0] += run["throughput_requests"]
                 totals[scope][1] += run["throughput_seconds"]
                 totals[scope][2] += run["throughput_errors"]
         rps = {scope: (t[0] / t[1] if t[1] else 0.0) for scope, t in totals.items()}
+        mixed = mixed_throughput(url, queries, options["clients"], options["mixed_seconds"], scopes)
         return {
             "clients": options["clients"],
             "rounds": rounds,
-            "feedback_rps": round(rps[FEEDBACK], 1),
-            "none_rps": round(rps[NONE], 1),
-            "feedback_vs_none": round(rps[FEEDBACK] / rps[NONE], 3) if rps[NONE] else None,
-            "errors": totals[FEEDBACK][2] + totals[NONE][2],
+            **{f"{scope}_rps": round(rps[scope], 1) for scope in names},
+            "feedback_vs_none": _ratio(rps[FEEDBACK], rps[NONE]),
+            "control_vs_none": _ratio(rps[CONTROL], rps[NONE]),
+            "errors": sum(t[2] for t in totals.values()),
+            "mixed": {
+                **{f"{scope}_rps": mixed[f"{scope}_rps"] for scope in names},
+                "feedback_vs_none": _ratio(mixed[f"{FEEDBACK}_rps"], mixed[f"{NONE}_rps"]),
+                "control_vs_none": _ratio(mixed[f"{CONTROL}_rps"], mixed[f"{NONE}_rps"]),
+                "seconds": options["mixed_seconds"],
+                "errors": mixed["errors"],
+            },
             "load_average": load_average(),
         }
 
@@ -284,6 +310,22 @@ class Command(BaseCommand):
             self._say({"feedback_write": {phase: out[phase]}})
         out["interval_ms"] = options["feedback_interval"]
         return out
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return round(numerator / denominator, 3) if denominator else None
+
+
+def _with_control(timings: dict[str, list[float]]) -> dict[str, Any]:
+    """The with/without comparison, and the same between the two scopes without feedback: how
+    far apart two variants that do the same work come out in this run (the noise)."""
+    control = compare(timings, CONTROL, NONE)
+    return {
+        **compare(timings, FEEDBACK, NONE),
+        "control_p50_ms": control["control_p50_ms"],
+        "control_vs_none_p50": control["control_vs_none_p50"],
+        "load_average": load_average(),
+    }
 
 
 WARM = 10  # untimed feedback calls per client before a phase
