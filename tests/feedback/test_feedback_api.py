@@ -91,6 +91,15 @@ def test_a_revision_the_version_was_not_part_of_is_unknown(api: Any) -> None:
     assert_invalid(report(api, SCOPE, (second_at_3, "used")))
 
 
+def test_a_version_cited_under_another_entry_is_unknown(api: Any) -> None:
+    first = api.remember(SCOPE, "Run the contract tests after changing persistence.")
+    second = api.remember(SCOPE, "Migrations are reviewed by a second person before merging.")
+    swapped = dict(first["entry"]["citation"], memory_ref=second["memory"])
+    swapped["entry_id"] = second["entry"]["citation"]["entry_id"]
+    assert_invalid(report(api, SCOPE, (swapped, "used")))
+    assert Feedback.objects.count() == 0
+
+
 def test_an_approved_experience_can_be_reported(api: Any) -> None:
     _, ref = make_approved(SCOPE)
     body = report(api, SCOPE, ({"artifact_ref": ref}, "outdated")).json()
