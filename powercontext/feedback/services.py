@@ -17,7 +17,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -114,11 +114,7 @@ def feedback_record(
     day = now.date()
     by_key = {target.target: target for target in resolved}
     _lock_counters(scope_id, by_key.values())
-    sent_today = set(
-        Feedback.objects.filter(scope_id=scope_id, target__in=by_key, reporter=reporter, day=day).values_list(
-            "target", "outcome"
-        )
-    )
+    sent_today = _sent_today(scope_id, by_key, reporter, day)
     rows: list[Feedback] = []
     results: list[ItemResult] = []
     for item, target in zip(items, resolved, strict=True):
@@ -151,29 +147,45 @@ def feedback_record(
 
 
 def _lock_counters(scope_id: str, targets: Iterable[Target]) -> None:
-    """Make sure every target has its counter row, and lock those rows in sorted order."""
+    """Make sure every target has its counter row, and lock those rows in sorted order
+    (PostgreSQL; SQLite's immediate transaction already holds the database's write lock). Plain
+    statements: the ORM's compilation cost more than the statements on every feedback call."""
     wanted = sorted(targets, key=lambda target: target.target)
     if not wanted:
         return
-    FeedbackCounter.objects.bulk_create(
-        [
-            FeedbackCounter(
-                scope_id=scope_id,
-                target=target.target,
-                family=target.family,
-                entry_version_id=target.entry_version_pk,
-                artifact_revision_id=target.artifact_revision_pk,
+    rows = ", ".join(["(%s, %s, %s, %s, %s, 0, NULL, 0, 0, 0, NULL, 0)"] * len(wanted))
+    params: list[Any] = []
+    for target in wanted:
+        params += [
+            scope_id,
+            target.target,
+            target.family,
+            target.entry_version_pk,
+            target.artifact_revision_pk,
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"{_ENSURE_COUNTERS} {rows} ON CONFLICT (scope_id, target) DO NOTHING", params)
+        if connection.features.has_select_for_update:
+            keys = ", ".join(["%s"] * len(wanted))
+            cursor.execute(
+                f"SELECT id FROM {_C} WHERE scope_id = %s AND target IN ({keys}) ORDER BY target FOR UPDATE",  # noqa: S608
+                [scope_id, *(target.target for target in wanted)],
             )
-            for target in wanted
-        ],
-        ignore_conflicts=True,
-    )
-    list(
-        FeedbackCounter.objects.select_for_update()
-        .filter(scope_id=scope_id, target__in=[target.target for target in wanted])
-        .order_by("target")
-        .values_list("pk", flat=True)
-    )
+            cursor.fetchall()
+
+
+def _sent_today(scope_id: str, targets: Iterable[str], reporter: str, day: date) -> set[tuple[str, str]]:
+    """(target, outcome) of what ``reporter`` already sent today about ``targets``."""
+    keys = list(targets)
+    if not keys:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT target, outcome FROM {_F} WHERE scope_id = %s AND reporter = %s AND day = %s "  # noqa: S608
+            f"AND target IN ({', '.join(['%s'] * len(keys))})",
+            [scope_id, reporter, connection.ops.adapt_datefield_value(day), *keys],
+        )
+        return {(target, outcome) for target, outcome in cursor.fetchall()}
 
 
 def standing_dismissals(scope_id: str, targets: Iterable[str] | None = None) -> dict[str, int]:
@@ -227,6 +239,10 @@ def expected_counters(scope_id: str, targets: Sequence[str] | None = None) -> di
 _C = FeedbackCounter._meta.db_table
 _F = Feedback._meta.db_table
 _D = ReportDecision._meta.db_table
+_ENSURE_COUNTERS = (
+    f"INSERT INTO {_C} (scope_id, target, family, entry_version_id, artifact_revision_id, uses, "  # noqa: S608
+    "last_used_at, reporters, wrong_reporters, outdated_reporters, last_reported_at, reports_after) VALUES"
+)
 _SAME_ITEM = f"f.scope_id = {_C}.scope_id AND f.target = {_C}.target"
 # The newest feedback id the item's standing (not undone) dismissals covered; 0: none.
 _DISMISSED = (
