@@ -55,3 +55,12 @@ def post_worker_init(worker: Any) -> None:
     warmup.warm_up_worker()
     gc.collect()  # what is garbage already is not kept for ever
     gc.freeze()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A worker that exited (``--max-requests``, a crash) leaves ``/metrics``' live gauges: its
+    per-process gauge files are dropped, its counters stay summed."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]

@@ -8,6 +8,9 @@ Two kinds, chosen so that several gunicorn workers answer one consistent scrape:
   ``PROMETHEUS_MULTIPROC_DIR`` set (service mode under gunicorn: an empty directory, wiped at
   each start) ``prometheus_client`` keeps them in per-process files that every worker sums at
   scrape time; without it (one process: ``make run``, ``gunicorn -w 1``) they live in memory.
+- **Cache figures** of each process (``powercontext_vector_cache_evictions`` by cache name,
+  ``powercontext_vector_cache_bytes`` summed over live workers) are kept like request metrics,
+  updated whenever an entry is put in the vector cache.
 - **State gauges** (embed backlog, pipeline jobs by state and the oldest eligible session's lag,
   queue depth, worker heartbeats, rebuild in progress) are read from the database and the broker
   at scrape time (``context_api.operator``), so every worker reports the same values and
@@ -15,8 +18,8 @@ Two kinds, chosen so that several gunicorn workers answer one consistent scrape:
   ``powercontext_database_up 0``, the request metrics, the broker gauges and this process's
   last database reading (``powercontext_state_age_seconds`` says how old).
 
-Labels are route *names*, methods, status codes, fixed causes, job states, queue names and the
-operator's Celery node names: never a scope id, query, entry id or text.
+Labels are route *names*, methods, status codes, fixed causes, job states, queue names, cache
+names and the operator's Celery node names: never a scope id, query, entry id or text.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -43,6 +47,7 @@ from prometheus_client.registry import Collector
 
 from context_api import operator
 from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
+from powercontext.search.vectors import vector_cache
 
 logger = logging.getLogger("powercontext.metrics")
 
@@ -71,6 +76,30 @@ PREPARE_BYTES = Histogram(
 FEEDBACK = Counter(
     "powercontext_feedback", "Feedback items recorded, by outcome (used, wrong, outdated).", ["outcome"]
 )
+
+VECTOR_CACHE_EVICTIONS = Counter(
+    "powercontext_vector_cache_evictions",
+    "Entries the in-process vector cache dropped to stay within POWERCONTEXT_VECTOR_CACHE_MB, by "
+    "cache (memory, experience, the ranking's and feedback's per-scope state).",
+    ["cache"],
+)
+VECTOR_CACHE_BYTES = Gauge(
+    "powercontext_vector_cache_bytes",
+    "Bytes the in-process vector caches hold, summed over the live worker processes.",
+    multiprocess_mode="livesum",
+)
+
+
+def observe_vector_cache(evicted: list[str], held: int) -> None:
+    """``vector_cache.on_put``'s listener: evictions by cache name (a fixed word), bytes held."""
+    if not settings.POWERCONTEXT_METRICS:
+        return
+    for cache in evicted:
+        VECTOR_CACHE_EVICTIONS.labels(cache).inc()
+    VECTOR_CACHE_BYTES.set(held)
+
+
+vector_cache.on_put(observe_vector_cache)
 
 KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 

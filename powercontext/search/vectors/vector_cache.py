@@ -50,6 +50,7 @@ class _Entries:
         self.entries: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
         self.bytes = 0
         self.too_large = 0  # entries not kept because each alone was larger than the bound
+        self.evictions = 0  # entries dropped to make room, since the process started
         self.lock = threading.Lock()
 
     def pop(self, key: tuple[str, str]) -> None:
@@ -67,14 +68,33 @@ class _Entries:
                 self.bytes += size
             else:
                 self.too_large += 1
+            evicted: list[str] = []
             while self.bytes > bound:
-                self.pop(next(iter(self.entries)))
+                oldest = next(iter(self.entries))
+                self.pop(oldest)
+                evicted.append(oldest[0])
+            self.evictions += len(evicted)
+            held = self.bytes
+        for listener in _listeners:
+            listener(evicted, held)
 
     def clear(self) -> None:
         with self.lock:
             self.entries.clear()
             self.bytes = 0
             self.too_large = 0
+
+
+# Called after every put, outside the lock, with the names of the caches whose entries it
+# evicted (least recently used first; a cache name, never a scope id) and the bytes now held:
+# ``context_api.metrics`` counts them for ``/metrics``.
+_listeners: list[Callable[[list[str], int], None]] = []
+
+
+def on_put(listener: Callable[[list[str], int], None]) -> None:
+    """Register ``listener`` (once per process; registering it again changes nothing)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 _entries = _Entries()
