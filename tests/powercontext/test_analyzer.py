@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from powercontext.search.fulltext import analyzer
 
@@ -54,3 +56,24 @@ def test_stop_words_are_folded_plain_terms() -> None:
 def test_the_query_term_cap_counts_distinct_index_terms() -> None:
     words = " ".join(f"w{n}" for n in range(100))
     assert len(analyzer.query_terms(words)) == analyzer.MAX_QUERY_TERMS
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_the_ascii_fast_path_gives_what_the_character_walk_gives(text: str) -> None:
+    assert analyzer.analyze(text) == analyzer.analyze_characters(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deploy_the API v2.3 (a+b) $5 ~tilde^ `tick` | pipe: done!",
+        "x" * 100 + " short",  # a word over the term limit is cut as the walk cuts it
+        "CamelCase WORDS and snake_case_words",
+        "",
+    ],
+)
+def test_the_fast_path_on_punctuation_case_and_long_words(text: str) -> None:
+    assert analyzer.analyze(text) == analyzer.analyze_characters(text)
+    assert analyzer.analyze(text + " café") == analyzer.analyze_characters(
+        text + " café"
+    )  # not ASCII: the walk

@@ -142,7 +142,18 @@ def normalize(text: str) -> str:
 
 
 def analyze(text: str) -> list[str]:
-    """Return the terms of ``text`` in order of appearance (duplicates kept)."""
+    """Return the terms of ``text`` in order of appearance (duplicates kept). Plain ASCII text
+    (every query and most notes) takes a fast path with the same result: its words are the runs
+    of ASCII letters, digits and ``_`` after lower-casing (no ASCII character is CJK, a combining
+    mark or a symbol the index keeps)."""
+    if text.isascii():
+        return [word[:MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower())]
+    return analyze_characters(text)
+
+
+def analyze_characters(text: str) -> list[str]:
+    """``analyze`` character by character, whatever the text (what the ASCII fast path agrees
+    with: tests/powercontext/test_analyzer.py)."""
     terms: list[str] = []
     word: list[str] = []
     cjk: list[str] = []
@@ -252,20 +263,12 @@ def content_words(words: Sequence[str], language: str = ENGLISH) -> list[str]:
     return [word for word in words if word not in stop and language_term(word, language) not in stems]
 
 
-def _terms(text: str) -> list[str]:
-    """``analyze(text)``; plain ASCII text takes a fast path with the same result: its words are
-    the runs of ASCII letters, digits and ``_`` after lower-casing."""
-    if text.isascii():
-        return [word[:MAX_TERM_CHARS] for word in _ASCII_WORD.findall(text.lower())]
-    return analyze(text)
-
-
 @lru_cache(maxsize=TERM_COUNTS_CACHE)
 def term_counts(text: str, language_of: LanguageOf) -> dict[str, int]:
     """How often each index term of the document ``text`` occurs in it (``document_index_terms``
     of its terms, in the language ``language_of`` tells from them, counted). Cached (entry texts
     repeat across prepares); callers must not change the result."""
-    terms = _terms(text)
+    terms = analyze(text)
     return dict(Counter(document_index_terms(terms, language_of(terms))))
 
 
@@ -281,7 +284,7 @@ def query_counts(text: str, terms: Iterable[str], language_of: LanguageOf) -> tu
     terms), as ``term_counts`` gives them. Plain ASCII text in English is read without stemming
     every word: only the words whose ``_key`` is one of the terms' can stem to one of them."""
     wanted = set(terms)
-    words = _terms(text) if text.isascii() else []
+    words = analyze(text) if text.isascii() else []
     if not text.isascii() or language_of(words) in STEMMERS:
         counts = term_counts(text, language_of)
         return {term: counts[term] for term in wanted if term in counts}, sum(counts.values())
