@@ -84,41 +84,6 @@ class PriorPolicy:
         return self.cap * strength * math.pow(0.5, halvings)
 
 
-def weigh(
-    policy: PriorPolicy, family: str, keys: Sequence[str], usage: Mapping[str, Usage], now: float
-) -> tuple[list[int], dict[int, float], dict[str, float]]:
-    """One pass over a ranking's feedback keys (``""``: a hit not weighed): the indexes held out,
-    index -> prior for the priors that are not 0, and key -> prior for every weighed hit
-    (``PriorPolicy.held`` and ``PriorPolicy.prior``, inlined: this runs on every prepare)."""
-    held: list[int] = []
-    moving: dict[int, float] = {}
-    weighed: dict[str, float] = {}
-    hold = policy.hold_reporters if family == MEMORY else 0
-    cap = policy.cap
-    saturation = policy.saturation_uses if policy.saturation_uses > 1 else 1
-    scale = math.log1p(saturation)
-    half_life = policy.half_life_days
-    get = usage.get
-    for index, key in enumerate(keys):
-        counters = get(key) if key else None
-        if counters is None:
-            continue
-        uses, last_used_at, reporters = counters[0], counters[1], counters[2]
-        if hold > 0 and reporters >= hold:
-            held.append(index)
-        if cap <= 0 or uses <= 0 or (family == MEMORY and reporters > 0):
-            weighed[key] = 0.0
-            continue
-        # The same expressions as ``PriorPolicy.prior``, so the figures agree to the last bit.
-        value = cap * (1.0 if uses >= saturation else math.log1p(uses) / scale)
-        if last_used_at is not None and half_life > 0 and last_used_at < now:
-            value *= math.pow(0.5, (now - last_used_at) / SECONDS_PER_DAY / half_life)
-        weighed[key] = value
-        if value:
-            moving[index] = value
-    return held, moving, weighed
-
-
 def order(scores: Sequence[float], priors: Mapping[int, float]) -> list[int]:
     """The indexes of hits with ``scores`` (in search order) ordered by ``score * (1 + prior)``,
     best first; ``priors`` maps an index to its prior (absent: 0). A hit's score is first taken as

@@ -284,8 +284,18 @@ def weigh(
     and the indexes (into the reordered hits) of those held out by reports; ``keys`` are the
     hits' feedback targets ("" for a hit the floor rejected). Each weighed hit's prior is added to
     ``priors``. Order changes only where a prior is not 0."""
-    held, by_index, weighed = feedback_prior.weigh(policy, family, keys, usage, now)
-    priors.update(weighed)
+    by_index: dict[int, float] = {}
+    held: list[int] = []
+    for index, key in enumerate(keys):
+        counters = usage.get(key)  # a rejected hit's key is "", never a counter's
+        if counters is None:
+            continue
+        if policy.held(counters, family):
+            held.append(index)
+        value = policy.prior(counters, family, now)
+        priors[key] = value
+        if value:
+            by_index[index] = value
     ordered = feedback_prior.order([hit.score for hit in hits], by_index) if by_index else None
     if ordered is None or ordered == list(range(len(hits))):  # nothing moved
         return list(hits), list(admitted), frozenset(held)

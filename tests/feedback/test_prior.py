@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from powercontext.feedback.prior import NO_USAGE, PriorPolicy, Usage, order, weigh
+from powercontext.feedback.prior import NO_USAGE, PriorPolicy, Usage, order
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC).timestamp()
 DAY = 86400.0
@@ -95,33 +95,3 @@ def test_no_prior_changes_nothing_even_when_scores_are_out_of_order() -> None:
     assert [h[0] for h in rank(hits, lambda hit: hit[1], {2: 0.1})] == ["c", "a", "b"]
     moved = rank([("x", 0.50), ("y", 0.48), ("z", 0.47)], lambda hit: hit[1], {2: 0.10})
     assert [h[0] for h in moved] == ["z", "x", "y"]
-
-
-policies = st.builds(
-    PriorPolicy,
-    cap=st.sampled_from([0.0, 0.05, 0.10, 0.5]),
-    saturation_uses=st.integers(0, 20),
-    half_life_days=st.sampled_from([0.0, 1.5, 30.0]),
-    hold_reporters=st.integers(0, 4),
-)
-
-
-@given(
-    policies,
-    st.sampled_from(["memory", "experience"]),
-    st.lists(st.one_of(st.none(), usages), max_size=12),
-    st.floats(NOW - 400 * DAY, NOW + DAY),
-)
-def test_the_one_pass_weighing_agrees_with_the_rules_to_the_last_bit(
-    policy: PriorPolicy, family: str, counters: list[Usage | None], now: float
-) -> None:
-    """``weigh`` (prepare's one pass) gives exactly what ``held`` and ``prior`` (explain, the
-    Inbox) give for every hit; a hit without counters or without a key is not weighed."""
-    keys = [f"m:{n}" if n % 5 else "" for n in range(len(counters))]
-    usage = {key: value for key, value in zip(keys, counters, strict=True) if key and value is not None}
-
-    held, moving, weighed = weigh(policy, family, keys, usage, now)
-
-    assert held == [i for i, key in enumerate(keys) if key in usage and policy.held(usage[key], family)]
-    assert weighed == {key: policy.prior(value, family, now) for key, value in usage.items()}
-    assert moving == {i: weighed[key] for i, key in enumerate(keys) if key in usage and weighed[key]}
