@@ -249,3 +249,27 @@ class PostgresCluster:
             self.process.wait(timeout=30)
             self.process = None
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def standalone_postgresql(
+    alias: str, *, name: str, user: str, host: str, port: str, connect_timeout: int
+) -> Any:
+    """A connection wrapper of our PostgreSQL backend outside ``DATABASES`` (its own alias, no
+    persistent connection, no health checks): what a fault test drives directly."""
+    from powercontext.core.postgresql.base import DatabaseWrapper
+
+    settings = {
+        "NAME": name,
+        "USER": user,
+        "PASSWORD": "",
+        "HOST": host,
+        "PORT": port,
+        "OPTIONS": {"connect_timeout": connect_timeout},
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": False,
+        "AUTOCOMMIT": True,
+        "ATOMIC_REQUESTS": False,
+        "TIME_ZONE": None,
+        "TEST": {},
+    }
+    return DatabaseWrapper(settings, alias=alias)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from powercontext.core import db_faults
+from tests.hardening.services import standalone_postgresql
 
 
 @pytest.fixture
@@ -111,25 +112,9 @@ def test_after_a_cut_the_request_does_not_connect_again(
 ) -> None:
     from django.db import OperationalError
 
-    from powercontext.core.postgresql.base import DatabaseWrapper
-
     # An address nothing answers on (TEST-NET-1): connecting would spend the whole connect timeout.
-    wrapper = DatabaseWrapper(
-        {
-            "NAME": "nowhere",
-            "USER": "",
-            "PASSWORD": "",
-            "HOST": "192.0.2.1",
-            "PORT": "",
-            "OPTIONS": {"connect_timeout": 30},
-            "CONN_MAX_AGE": 0,
-            "CONN_HEALTH_CHECKS": False,
-            "AUTOCOMMIT": True,
-            "ATOMIC_REQUESTS": False,
-            "TIME_ZONE": None,
-            "TEST": {},
-        },
-        alias="answer-watchdog-test",
+    wrapper = standalone_postgresql(
+        "answer-watchdog-test", name="nowhere", user="", host="192.0.2.1", port="", connect_timeout=30
     )
     with db_faults.answer_limit(5.0):
         _cut_one_wait(pairs)

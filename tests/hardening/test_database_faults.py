@@ -18,7 +18,14 @@ import httpx
 import pytest
 
 from tests.hardening.processes import child_env, run_manage
-from tests.hardening.services import Clients, PostgresCluster, start_gunicorn, stop, wait_until
+from tests.hardening.services import (
+    Clients,
+    PostgresCluster,
+    standalone_postgresql,
+    start_gunicorn,
+    stop,
+    wait_until,
+)
 
 A_KEY = "a-database-fault-test-secret-key-" + "0123456789abcdef" * 3
 REMEMBER = {"scope_id": "db-fault", "kind": "note", "text": "a note written around a database outage"}
@@ -374,24 +381,13 @@ def test_a_commit_or_rollback_on_a_hung_server_gives_up_at_the_answer_limit(
     bare_cluster: PostgresCluster, ending: str, django_db_blocker: Any
 ) -> None:
     """COMMIT and ROLLBACK reach the driver past Django's execute wrappers: they are bounded too."""
-    from powercontext.core.postgresql.base import DatabaseWrapper
-
-    wrapper = DatabaseWrapper(
-        {
-            "NAME": "postgres",
-            "USER": "postgres",
-            "PASSWORD": "",
-            "HOST": "127.0.0.1",
-            "PORT": str(bare_cluster.port),
-            "OPTIONS": {"connect_timeout": 2},
-            "CONN_MAX_AGE": 0,
-            "CONN_HEALTH_CHECKS": False,
-            "AUTOCOMMIT": True,
-            "ATOMIC_REQUESTS": False,
-            "TIME_ZONE": None,
-            "TEST": {},
-        },
-        alias="hung-commit-test",
+    wrapper = standalone_postgresql(
+        "hung-commit-test",
+        name="postgres",
+        user="postgres",
+        host="127.0.0.1",
+        port=str(bare_cluster.port),
+        connect_timeout=2,
     )
     with django_db_blocker.unblock():  # a connection of its own to the throwaway cluster
         _end_a_transaction_on_a_hung_server(bare_cluster, wrapper, ending)
