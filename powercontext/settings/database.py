@@ -11,10 +11,12 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from powercontext.core.private_files import private_sqlite_files, sqlite_file
-from powercontext.settings.env import env_int, private_files
+from powercontext.settings.env import env_bool, env_int, private_files
 
 # Django's PostgreSQL backend plus bounded waits on a hung server.
 POSTGRESQL_ENGINE = "powercontext.core.postgresql"
+# Runs of one statement text on one connection before psycopg prepares it (its own default).
+PREPARE_THRESHOLD = 5
 
 
 def database(url: str, data_dir: Path) -> dict[str, Any]:
@@ -76,6 +78,15 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
         _db["ENGINE"] = POSTGRESQL_ENGINE
         _db.setdefault("OPTIONS", {})
         _db["OPTIONS"].setdefault("connect_timeout", env_int("POWERCONTEXT_DB_CONNECT_TIMEOUT", 2, minimum=1))
+        # Parameters travel apart from the statement (server-side binding), so a statement asked
+        # again on the same connection is the same text, and psycopg prepares it once it has run
+        # five times: PostgreSQL then stops planning it anew each time (a prepare's candidate query
+        # spent ~1.6 ms of every run in the planner; prepare in process 1.3-1.6x faster, docs/
+        # benchmarks.md). POWERCONTEXT_DB_PREPARED_STATEMENTS=false turns both off, e.g. behind a
+        # pooler in transaction mode that does not carry prepared statements across connections.
+        if env_bool("POWERCONTEXT_DB_PREPARED_STATEMENTS", True):
+            _db["OPTIONS"].setdefault("server_side_binding", True)
+            _db["OPTIONS"].setdefault("prepare_threshold", PREPARE_THRESHOLD)
         for name, variable, default in (
             ("statement_timeout", "POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000),
             ("lock_timeout", "POWERCONTEXT_DB_LOCK_TIMEOUT_MS", 2000),
