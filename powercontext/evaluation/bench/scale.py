@@ -239,3 +239,148 @@ def bench_threads(entries: int, rounds: int, out: Callable[[str], None]) -> dict
     }
     out(str({"threads": result}))
     return result
+
+
+FLEET_SCOPE = "scale-fleet-{}"
+
+
+def active_entries(scope_id: str) -> int:
+    """Entries of the scope's current head."""
+    return int(
+        MemoryMembership.objects.filter(
+            scope_id=scope_id, to_revision__isnull=True, state=MemoryMembership.State.ACTIVE
+        ).count()
+    )
+
+
+def fleet(scopes: int, entries: int, out: Callable[[str], None]) -> list[str]:
+    """``scopes`` scopes (``scale-fleet-0`` …) of ``entries`` notes each, embedded: a scope that
+    already has them (an earlier run on the same database) is kept as it is, so the fleet is
+    built once and measured against several servers."""
+    corpus = Corpus(seed=335)
+    names = [FLEET_SCOPE.format(index) for index in range(scopes)]
+    started = time.perf_counter()
+    for name in names:
+        missing = entries - active_entries(name)
+        if missing > 0:
+            seed(name, missing, corpus)
+    for name in names:
+        if embedding.embedder() is not None and not pending.wait_until_embedded(name, 4 * 3600):
+            raise RuntimeError("the embedder did not catch up")
+    out(str({"fleet_ready_seconds": round(time.perf_counter() - started, 1)}))
+    return names
+
+
+def cache_metrics(url: str, token: str) -> dict[str, float]:
+    """The vector cache's figures from ``/metrics`` (the monitoring token): bytes held over the
+    live workers, and evictions summed over the caches."""
+    import httpx
+
+    response = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    if response.status_code != 200:
+        raise RuntimeError(f"/metrics answered {response.status_code}: set POWERCONTEXT_OPERATOR_TOKEN")
+    figures = {"bytes": 0.0, "evictions": 0.0}
+    for line in response.text.splitlines():
+        if line.startswith("powercontext_vector_cache_bytes "):
+            figures["bytes"] = float(line.split()[-1])
+        elif line.startswith("powercontext_vector_cache_evictions_total{"):
+            figures["evictions"] += float(line.split()[-1])
+    return figures
+
+
+def worker_memory(server_pid: int) -> list[dict[str, float]]:
+    """Memory of each worker of the gunicorn whose master is ``server_pid`` (Linux ``/proc``), in
+    MiB: resident now and at its peak (``VmRSS``, ``VmHWM``), the private part (``RssAnon``:
+    heap, model, caches) and the proportional share (``Pss``: shared pages such as libraries,
+    model files and SQLite's memory map divided among the processes that map them, so that the
+    workers' ``Pss`` add up to what they take together)."""
+    from pathlib import Path
+
+    children: list[int] = []
+    for task in Path(f"/proc/{server_pid}/task").iterdir():
+        children += [int(pid) for pid in (task / "children").read_text().split()]
+    workers = []
+    for pid in sorted(children):
+        fields: dict[str, str] = {}
+        for name in ("status", "smaps_rollup"):
+            for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+                key, _, value = line.partition(":")
+                if value.strip().endswith("kB"):
+                    fields.setdefault(key, value)
+        keys = ("VmRSS", "VmHWM", "RssAnon", "Pss")
+        workers.append({key: round(int(fields[key].split()[0]) / 1024, 1) for key in keys})
+    return workers
+
+
+def _sequential(client: Any, scopes: list[str], queries: list[str]) -> list[float]:
+    """Milliseconds of one prepare per query, over one connection (so one worker serves them
+    all), the scopes asked in turn."""
+    timings = []
+    for index, query in enumerate(queries):
+        body = {"scope_id": scopes[index % len(scopes)], "query": query}
+        started = time.perf_counter()
+        response = client.post("/v1/context/prepare", json=body)
+        timings.append((time.perf_counter() - started) * 1000)
+        if response.status_code != 200:
+            raise RuntimeError(f"prepare answered {response.status_code}")
+    return timings
+
+
+def bench_fleet(
+    url: str,
+    names: list[str],
+    samples: int,
+    clients: int,
+    seconds: float,
+    server_pid: int | None,
+    token: str,
+    out: Callable[[str], None],
+) -> dict[str, Any]:
+    """Prepare on a fleet of scopes against a gunicorn whose vector cache holds fewer of them
+    than there are (``POWERCONTEXT_VECTOR_CACHE_MB``). Cold: one connection (one worker) asks
+    the scopes in turn, so each request finds its scope evicted (a least-recently-used cache
+    asked in a cycle longer than it holds misses every time; the evictions per request from
+    ``/metrics`` show it). Warm: the same connection asks one scope. Then ``clients`` clients
+    ask every scope at once for ``seconds``, and each worker's resident memory (now and peak)
+    and the bytes the caches hold are read."""
+    import httpx
+
+    from powercontext.evaluation.bench.http import mixed_throughput
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    corpus = Corpus(seed=435)
+    with httpx.Client(base_url=url, timeout=60) as client:
+        _sequential(client, names, [corpus.query() for _ in range(2 * len(names))])  # past preloaded ones
+        before = cache_metrics(url, token)
+        cold = _sequential(client, names, [corpus.query() for _ in range(samples)])
+        after = cache_metrics(url, token)
+        _sequential(client, names[:1], [corpus.query() for _ in range(20)])
+        warm = _sequential(client, names[:1], [corpus.query() for _ in range(samples)])
+    load = mixed_throughput(
+        url, [corpus.query() for _ in range(4000)], clients, seconds, {name: name for name in names}
+    )
+    held = cache_metrics(url, token)
+    result: dict[str, Any] = {
+        "scopes": len(names),
+        "cold": {
+            "p50_ms": round(statistics.median(cold), 2),
+            "p95_ms": round(percentile(cold, 0.95), 2),
+            "evictions_per_request": round((after["evictions"] - before["evictions"]) / len(cold), 2),
+        },
+        "warm": {"p50_ms": round(statistics.median(warm), 2), "p95_ms": round(percentile(warm, 0.95), 2)},
+        "load": {
+            "clients": clients,
+            "rps": round(sum(load[f"{name}_requests"] for name in names) / seconds, 1),
+            "errors": load["errors"],
+        },
+        "cache_bytes_all_workers": int(held["bytes"]),
+        "load_average": load_average(),
+    }
+    if server_pid is not None:
+        workers = worker_memory(server_pid)
+        result["workers"] = workers
+        result["rss_total_mib"] = round(sum(worker["VmRSS"] for worker in workers), 1)
+        result["pss_total_mib"] = round(sum(worker["Pss"] for worker in workers), 1)
+        result["peak_rss_max_mib"] = max(worker["VmHWM"] for worker in workers)
+    out(str({"fleet": result}))
+    return result

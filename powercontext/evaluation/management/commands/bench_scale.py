@@ -16,6 +16,14 @@ without the token requirement as for ``bench_http``): for each of ``--sizes`` (1
 ``--clients`` (8) concurrent clients for ``--seconds`` (p50 / p99 / requests per second) and
 ``--samples`` sequential remembers (p50), and the ratios largest vs smallest size.
 
+``--sections fleet --url … --server-pid PID`` (the gunicorn's master, ``-w 4``, started with a
+small ``POWERCONTEXT_VECTOR_CACHE_MB`` and ``POWERCONTEXT_OPERATOR_TOKEN``, the same token in
+this process's environment): ``--scopes`` scopes (``scale-fleet-…``) of ``--fleet-entries``
+notes, seeded and embedded once (kept for the next run on the same database); then prepare on a
+cold (evicted) scope and on a warm one, one client, ``--samples`` each (p50 / p95, evictions per
+cold request from ``/metrics``), ``--clients`` asking all scopes for ``--seconds``, and each
+worker's resident memory now and at its peak, with the bytes the caches hold.
+
 Writes fresh scopes (``scale-…``): use a throwaway database (scripts/bench.sh's way: migrate,
 flush, then run with ``CELERY_BROKER_URL`` unset so that the embedder is this process's thread).
 """
@@ -26,11 +34,18 @@ import json
 import resource
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
 from powercontext.evaluation.bench.common import load_average
-from powercontext.evaluation.bench.scale import bench_catch_up, bench_prepare_sizes, bench_threads
+from powercontext.evaluation.bench.scale import (
+    bench_catch_up,
+    bench_fleet,
+    bench_prepare_sizes,
+    bench_threads,
+    fleet,
+)
 
 
 class Command(BaseCommand):
@@ -38,7 +53,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--sections", default="catch_up", help="comma-separated: catch_up, threads, prepare"
+            "--sections", default="catch_up", help="comma-separated: catch_up, threads, prepare, fleet"
         )
         parser.add_argument("--entries", type=int, default=10000, help="notes written for the catch-up")
         parser.add_argument("--rounds", type=int, default=4, help="threads section: interleaved rounds")
@@ -50,6 +65,13 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=8, help="prepare section: concurrent clients")
         parser.add_argument("--seconds", type=float, default=20.0, help="prepare section: seconds per size")
         parser.add_argument("--samples", type=int, default=200, help="prepare section: sequential remembers")
+        parser.add_argument("--scopes", type=int, default=12, help="fleet section: scopes")
+        parser.add_argument(
+            "--fleet-entries", type=int, default=1000, help="fleet section: entries per scope"
+        )
+        parser.add_argument(
+            "--server-pid", type=int, help="fleet section: the gunicorn master's pid (memory)"
+        )
         parser.add_argument("--json", dest="json_path", help="also write results to this file")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -68,6 +90,22 @@ class Command(BaseCommand):
                 options["clients"],
                 options["seconds"],
                 options["samples"],
+                self.stdout.write,
+            )
+        if "fleet" in sections:
+            if not options["url"]:
+                raise CommandError("--sections fleet needs --url")
+            if not settings.POWERCONTEXT_OPERATOR_TOKEN:
+                raise CommandError("--sections fleet reads /metrics: set POWERCONTEXT_OPERATOR_TOKEN")
+            names = fleet(options["scopes"], options["fleet_entries"], self.stdout.write)
+            results["fleet"] = bench_fleet(
+                options["url"].rstrip("/"),
+                names,
+                options["samples"],
+                options["clients"],
+                options["seconds"],
+                options["server_pid"],
+                settings.POWERCONTEXT_OPERATOR_TOKEN,
                 self.stdout.write,
             )
         results["load_average_end"] = load_average()
