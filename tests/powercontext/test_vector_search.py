@@ -4,9 +4,11 @@ model is unavailable. Runs on both databases."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from powercontext import search
 from powercontext.core.hits import ArtifactRef
@@ -285,3 +287,77 @@ def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embe
     by_id = dict(zip(cached.membership_ids.tolist(), cached.matrix, strict=True))
     for pk, row in zip(full.membership_ids.tolist(), full.matrix, strict=True):
         assert (by_id[pk] == row).all()
+
+
+@pytest.mark.django_db
+def test_a_whole_scope_is_read_in_chunks_into_the_matrix_a_full_read_gives(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed("chunks")
+    monkeypatch.setattr(vector_inprocess, "READ_CHUNK_ROWS", 2)
+    sql = vector_inprocess._ACTIVE_VECTORS_SQL + " ORDER BY m.id"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ["chunks", embedding.MODEL_ID])
+        want_ids, want = vector_inprocess._matrix(cursor.fetchall())
+        # The count said too few (rows written after it), exactly right, or too many (rows gone).
+        for expected in (0, 1, len(want_ids), len(want_ids) + 5):
+            cursor.execute(sql, ["chunks", embedding.MODEL_ID])
+            ids, matrix = vector_inprocess._read_matrix(cursor, expected)
+            assert ids.tolist() == want_ids.tolist(), expected
+            assert matrix.shape == want.shape and (matrix == want).all(), expected
+            assert matrix.base is None  # no larger array kept alive behind a trimmed view
+
+
+THREADS = 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_asking_a_cold_scope_at_once_read_it_once(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed("cold")
+    vector_inprocess._cache.clear()
+    lock = vector_inprocess._read_lock("cold")
+    arrived = threading.Condition()
+    waiting = [0]
+
+    class CountingLock:
+        """The scope's read lock, counting the threads that came to take it."""
+
+        def __enter__(self) -> None:
+            with arrived:
+                waiting[0] += 1
+                arrived.notify_all()
+            lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            lock.release()
+
+    loads: list[tuple[Any, ...]] = []
+    load = vector_inprocess._load
+
+    def first_waits_for_all(*args: Any) -> Any:
+        loads.append(args)
+        with arrived:  # every thread has missed the cache and asked for the lock
+            assert arrived.wait_for(lambda: waiting[0] == THREADS, timeout=60)
+        return load(*args)
+
+    monkeypatch.setattr(vector_inprocess, "_read_lock", lambda scope_id: CountingLock())
+    monkeypatch.setattr(vector_inprocess, "_load", first_waits_for_all)
+    results: list[Any] = [None] * THREADS
+
+    def ask(index: int) -> None:
+        try:
+            results[index] = vector_inprocess.memory_vectors("cold", embedding.MODEL_ID)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=ask, args=(index,)) for index in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert len(loads) == 1
+    assert results[0] is not None and len(results[0].membership_ids) == 1 + len(FILLER)
+    assert all(result is results[0] for result in results)
