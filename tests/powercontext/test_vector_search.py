@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 
 from powercontext import search
 from powercontext.core.hits import ArtifactRef
@@ -311,18 +311,18 @@ def test_a_whole_scope_is_read_in_chunks_into_the_matrix_a_full_read_gives(
 THREADS = 4
 
 
-@pytest.mark.django_db(transaction=True)
-def test_threads_asking_a_cold_scope_at_once_read_it_once(
-    embeddings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seed("cold")
+def _cold_threads(monkeypatch: pytest.MonkeyPatch, scope: str, load: Any) -> tuple[list[Any], list[Any]]:
+    """THREADS threads ask ``scope``'s cold matrix at once; the first read (``load`` in place of
+    ``_load``) starts only once every thread has missed the cache and asked for the scope's lock.
+    Returns what each thread got (a matrix or the exception it raised) and the reads made."""
     vector_inprocess._cache.clear()
-    lock = vector_inprocess._read_lock("cold")
+    stripe = vector_inprocess._STRIPES[hash(scope) % len(vector_inprocess._STRIPES)]
+    lock = stripe.lock
     arrived = threading.Condition()
     waiting = [0]
 
     class CountingLock:
-        """The scope's read lock, counting the threads that came to take it."""
+        """The stripe's lock, counting the threads that came to take it."""
 
         def __enter__(self) -> None:
             with arrived:
@@ -333,22 +333,23 @@ def test_threads_asking_a_cold_scope_at_once_read_it_once(
         def __exit__(self, *exc: object) -> None:
             lock.release()
 
-    loads: list[tuple[Any, ...]] = []
-    load = vector_inprocess._load
+    loads: list[Any] = []
 
     def first_waits_for_all(*args: Any) -> Any:
         loads.append(args)
-        with arrived:  # every thread has missed the cache and asked for the lock
+        with arrived:
             assert arrived.wait_for(lambda: waiting[0] == THREADS, timeout=60)
         return load(*args)
 
-    monkeypatch.setattr(vector_inprocess, "_read_lock", lambda scope_id: CountingLock())
+    monkeypatch.setattr(stripe, "lock", CountingLock())
     monkeypatch.setattr(vector_inprocess, "_load", first_waits_for_all)
     results: list[Any] = [None] * THREADS
 
     def ask(index: int) -> None:
         try:
-            results[index] = vector_inprocess.memory_vectors("cold", embedding.MODEL_ID)
+            results[index] = vector_inprocess.memory_vectors(scope, embedding.MODEL_ID)
+        except Exception as exc:  # what the thread's request would have seen
+            results[index] = exc
         finally:
             connection.close()
 
@@ -357,7 +358,36 @@ def test_threads_asking_a_cold_scope_at_once_read_it_once(
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
+    return results, loads
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_asking_a_cold_scope_at_once_read_it_once(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed("cold")
+    results, loads = _cold_threads(monkeypatch, "cold", vector_inprocess._load)
 
     assert len(loads) == 1
-    assert results[0] is not None and len(results[0].membership_ids) == 1 + len(FILLER)
+    assert len(results[0].membership_ids) == 1 + len(FILLER)
     assert all(result is results[0] for result in results)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_that_waited_for_a_read_the_database_failed_fail_at_once(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed("hung")
+    read = vector_inprocess._load
+
+    def unanswered(*args: Any) -> Any:
+        raise OperationalError("the database did not answer")
+
+    results, loads = _cold_threads(monkeypatch, "hung", unanswered)
+
+    # One read waited on the database; the others did not wait for it again.
+    assert len(loads) == 1
+    assert all(isinstance(result, OperationalError) for result in results)
+    # The next request reads normally.
+    monkeypatch.setattr(vector_inprocess, "_load", read)
+    assert len(vector_inprocess.memory_vectors("hung", embedding.MODEL_ID).membership_ids) == 1 + len(FILLER)

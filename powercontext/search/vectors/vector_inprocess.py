@@ -26,13 +26,14 @@ head pk.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
-from django.db import connection
+from django.db import DatabaseError, OperationalError, connection
 
 from powercontext.core.hits import ExperienceHit
 from powercontext.core.models import (
@@ -158,14 +159,35 @@ def _refresh(
     )
 
 
+class _Stripe:
+    """One lock of the scope reads, and how many reads under it the database failed."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.failures = 0
+
+
 # One scope's matrix is read by one thread of a process at a time: the threads of a worker that
 # ask a cold scope at once wait for the first one's read instead of each reading it (for a
 # 100,000-entry scope, 4 threads held 4 copies). Locks by stripe, so their number is fixed.
-_READ_LOCKS = tuple(threading.Lock() for _ in range(64))
+_STRIPES = tuple(_Stripe() for _ in range(64))
 
 
-def _read_lock(scope_id: str) -> threading.Lock:
-    return _READ_LOCKS[hash(scope_id) % len(_READ_LOCKS)]
+@contextlib.contextmanager
+def _reading(scope_id: str) -> Iterator[None]:
+    """Hold the scope's stripe. A thread that waited for a read the database failed (a hung
+    server: the reader gave up at the answer limit) fails at once instead of waiting its own
+    answer limit again, so a request still answers within one limit."""
+    stripe = _STRIPES[hash(scope_id) % len(_STRIPES)]
+    seen = stripe.failures
+    with stripe.lock:
+        if stripe.failures != seen:
+            raise OperationalError("the database did not answer a read this request waited for")
+        try:
+            yield
+        except DatabaseError:
+            stripe.failures += 1
+            raise
 
 
 def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
@@ -175,7 +197,7 @@ def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
     cached = _cache.get(scope_id)
     if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
         return cached
-    with _read_lock(scope_id):
+    with _reading(scope_id):
         cached = _cache.get(scope_id)  # another thread may have read it meanwhile
         if cached is not None and (cached.revision, cached.max_id) == (revision, max_id):
             return cached
