@@ -183,6 +183,8 @@ if POWERCONTEXT_EMBED_WRITES not in {"async", "sync"}:
 # (docs/decisions.md). This bounds that cache in MiB (Memory and Experience vectors together,
 # least recently used scopes out first); 0 caches nothing. ~15 MiB holds 10k entries' vectors.
 POWERCONTEXT_VECTOR_CACHE_MB = env_int("POWERCONTEXT_VECTOR_CACHE_MB", 256, minimum=0)
+# Scopes with more active Memory vectors are ranked over a shortlist (docs/retrieval.md).
+POWERCONTEXT_VECTOR_EXACT_ROWS = env_int("POWERCONTEXT_VECTOR_EXACT_ROWS", 50_000, minimum=1)
 # A gunicorn worker, before it accepts requests, fills its caches (vectors within the bound above,
 # membership order, index totals) for at most this many of the most recently active scopes
 # (prepared within a day, then by latest write), for at most this many seconds; 0 scopes: none.

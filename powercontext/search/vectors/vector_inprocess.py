@@ -1,10 +1,12 @@
-"""Exact vector search in process: the one vector search path, on both databases
-(docs/decisions.md).
+"""Vector search in process: the one vector search path, on both databases (docs/decisions.md);
+exact up to ``POWERCONTEXT_VECTOR_EXACT_ROWS`` active vectors a scope, over a shortlist above
+(``shortlist``).
 
 A scope's Memory vectors are read once into one float32 matrix and cached by (head revision,
 largest vector id): any write moves the head and any rebuild adds rows, so a stale matrix is
 never used; after a write only what changed since the cached head is read. The query vector is
-then multiplied with the matrix (exact cosine: vectors are unit length).
+then multiplied with the matrix (exact cosine: vectors are unit length), or with the rows of a
+large scope's shortlist.
 
 A scope's Experience vectors are cached too, as (head pk, artifact id, revision, vector) rows,
 keyed by the ids of all the scope's ``ExperienceVector`` rows: a row is never updated, only
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import DatabaseError, OperationalError, connection
 
 from powercontext.core.hits import ExperienceHit
@@ -46,7 +49,7 @@ from powercontext.core.models import (
     MemoryMembership,
 )
 from powercontext.search.fulltext.queries import experience_row
-from powercontext.search.vectors import embedding
+from powercontext.search.vectors import embedding, shortlist
 from powercontext.search.vectors.vector_cache import ScopeLRU, nbytes
 
 if TYPE_CHECKING:
@@ -61,11 +64,18 @@ class _ScopeVectors:
     max_id: int
     membership_ids: np.ndarray[Any, np.dtype[np.int64]]
     matrix: np.ndarray[Any, np.dtype[np.float32]]
+    codes: shortlist.Codes | None = None  # above POWERCONTEXT_VECTOR_EXACT_ROWS rows
 
 
 _cache: ScopeLRU[_ScopeVectors] = ScopeLRU(
-    "memory", lambda v: nbytes(v.revision, v.max_id, v.membership_ids, v.matrix)
+    "memory",
+    lambda v: nbytes(v.revision, v.max_id, v.membership_ids, v.matrix) + (v.codes.nbytes if v.codes else 0),
 )
+
+
+def _exact(rows: int) -> bool:
+    """Whether a scope of ``rows`` active vectors is ranked over all of them (else by shortlist)."""
+    return rows <= int(settings.POWERCONTEXT_VECTOR_EXACT_ROWS)
 
 
 def _head_and_max_id(scope_id: str) -> tuple[int, int]:
@@ -130,7 +140,7 @@ def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVec
         expected = int(cursor.fetchone()[0])
         cursor.execute(_ACTIVE_VECTORS_SQL + " ORDER BY m.id", [scope_id, model_id])
         ids, matrix = _read_matrix(cursor, expected)
-    return _ScopeVectors(revision, max_id, ids, matrix)
+    return _ScopeVectors(revision, max_id, ids, matrix, None if _exact(len(ids)) else shortlist.build(matrix))
 
 
 def _refresh(
@@ -151,11 +161,16 @@ def _refresh(
         )
         added_ids, added = _matrix(cursor.fetchall())
     keep = ~np.isin(cached.membership_ids, np.concatenate([np.asarray(closed, dtype=np.int64), added_ids]))
+    matrix = np.concatenate([cached.matrix[keep], added])
+    codes = None
+    if not _exact(len(matrix)):
+        codes = (
+            shortlist.build(matrix)
+            if cached.codes is None
+            else shortlist.update(cached.codes, keep, cached.matrix[~keep], matrix)
+        )
     return _ScopeVectors(
-        revision,
-        max_id,
-        np.concatenate([cached.membership_ids[keep], added_ids]),
-        np.concatenate([cached.matrix[keep], added]),
+        revision, max_id, np.concatenate([cached.membership_ids[keep], added_ids]), matrix, codes
     )
 
 
@@ -223,7 +238,15 @@ def rank_memory(
         return None
     if not len(vectors.membership_ids):
         return vectors.revision, []
-    scores = vectors.matrix @ query_vector
+    if vectors.codes is None:
+        rows = None
+        scores = vectors.matrix @ query_vector
+    else:  # a large scope: exact cosines of its shortlist
+        rows = shortlist.shortlist(
+            vectors.codes, query_vector, max(limit, shortlist.depth_for(len(vectors.matrix)))
+        )
+        scores = vectors.matrix[rows] @ query_vector
+    ids = vectors.membership_ids if rows is None else vectors.membership_ids[rows]
     k = min(limit, len(scores))
     if k < len(scores):
         # Every row scoring at least the k-th best: a tie at the cut is then settled by
@@ -232,8 +255,8 @@ def rank_memory(
         top = np.flatnonzero(scores >= kth)
     else:
         top = np.arange(len(scores))
-    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(vectors.membership_ids[i])))[:k]
-    return vectors.revision, [(int(vectors.membership_ids[i]), max(0.0, float(scores[i]))) for i in order]
+    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), int(ids[i])))[:k]
+    return vectors.revision, [(int(ids[i]), max(0.0, float(scores[i]))) for i in order]
 
 
 # -- Experience -------------------------------------------------------------------------------------

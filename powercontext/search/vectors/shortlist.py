@@ -1,0 +1,120 @@
+"""A shortlist for ranking a large scope's Memory vectors (``vector_inprocess.rank_memory``).
+
+Ranking every row exactly reads the whole float32 matrix per query: 150 MB at 100,000 entries,
+~15 ms on this project's machine, memory-bound. Above ``POWERCONTEXT_VECTOR_EXACT_ROWS`` rows, a
+scope's rows also carry a sign code (one bit per dimension: above or below the scope's centre,
+48 bytes a row), the query is coded the same way, the rows nearest in Hamming distance form the
+shortlist, and only those are ranked by exact cosine (docs/retrieval.md, "Large scopes").
+
+The shortlist is a function of the scope's rows and the query alone, so every process answers
+alike whatever its cache has seen: the centre comes from an exact integer sum of the rows
+(order-free), rounded to 1/64; the shortlist holds every row at most as far as its
+``depth``-th nearest, ties included, whatever order the rows are held in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from powercontext.search.lazy_numpy import np
+
+SUM_UNIT = 4096  # a coordinate counts in the centre's sum rounded to 1/4096: integers sum exactly
+CENTRE_STEP = 64  # the centre is rounded to 1/64, so one write seldom moves it (codes then stay)
+MIN_DEPTH = 4096  # rows kept for the exact cosine, at least...
+DEPTH_SHARE = 25  # ...and one in 25 of the scope's rows
+_CHUNK_ROWS = 8192  # rows converted at a time (bounds the temporary arrays)
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A scope's sign codes, row for row with its matrix."""
+
+    total: np.ndarray[Any, np.dtype[np.int64]]  # the rows' sum, in units of 1/SUM_UNIT
+    centre: np.ndarray[Any, np.dtype[np.float32]]
+    bits: np.ndarray[Any, np.dtype[np.uint64]]  # (rows, words)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.total.nbytes + self.centre.nbytes + self.bits.nbytes)
+
+
+def _chunks(matrix: np.ndarray[Any, Any]) -> Any:
+    for start in range(0, len(matrix), _CHUNK_ROWS):
+        yield matrix[start : start + _CHUNK_ROWS]
+
+
+def _quantized_sum(matrix: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    # Whole numbers below 2**53 add exactly in float64 in any order: |coordinate| <= 1, so a
+    # chunk's column sums stay below 2**12 * _CHUNK_ROWS, and the total below 2**53 up to 2**41 rows.
+    total = np.zeros(matrix.shape[1], dtype=np.int64)
+    for chunk in _chunks(matrix):
+        total += np.rint(chunk * np.float32(SUM_UNIT)).sum(axis=0, dtype=np.float64).astype(np.int64)
+    return total
+
+
+def _centre(total: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    mean = total.astype(np.float64) / (SUM_UNIT * max(count, 1))
+    centre: np.ndarray[Any, np.dtype[np.float32]] = (np.round(mean * CENTRE_STEP) / CENTRE_STEP).astype(
+        np.float32
+    )
+    return centre
+
+
+def sign_bits(
+    matrix: np.ndarray[Any, Any], centre: np.ndarray[Any, Any]
+) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    """Each row's bits (1: the coordinate is above the centre), packed into 64-bit words."""
+    vectors = np.atleast_2d(matrix)
+    words = -(-vectors.shape[1] // 64)
+    bits = np.zeros((len(vectors), words * 8), dtype=np.uint8)
+    start = 0
+    for chunk in _chunks(vectors):
+        packed = np.packbits(chunk > centre, axis=1)
+        bits[start : start + len(chunk), : packed.shape[1]] = packed
+        start += len(chunk)
+    return bits.view(np.uint64)
+
+
+def build(matrix: np.ndarray[Any, Any]) -> Codes:
+    """The codes of a whole matrix."""
+    total = _quantized_sum(matrix)
+    centre = _centre(total, len(matrix))
+    return Codes(total, centre, sign_bits(matrix, centre))
+
+
+def update(
+    codes: Codes, keep: np.ndarray[Any, Any], gone: np.ndarray[Any, Any], matrix: np.ndarray[Any, Any]
+) -> Codes:
+    """The codes of ``matrix`` (the old rows ``keep`` selects, then the rows added) from the old
+    rows' ``codes`` (``gone``: the old rows ``keep`` leaves out): what ``build(matrix)`` gives,
+    with only the added rows coded unless the rounded centre moved."""
+    kept = int(np.count_nonzero(keep))
+    added = matrix[kept:]
+    total = codes.total - _quantized_sum(gone) + _quantized_sum(added)
+    centre = _centre(total, len(matrix))
+    if not np.array_equal(centre, codes.centre):
+        return Codes(total, centre, sign_bits(matrix, centre))
+    return Codes(total, centre, np.concatenate([codes.bits[keep], sign_bits(added, centre)]))
+
+
+def depth_for(rows: int) -> int:
+    """How many rows a query's exact cosine is computed for."""
+    return max(MIN_DEPTH, rows // DEPTH_SHARE)
+
+
+def shortlist(codes: Codes, query_vector: np.ndarray[Any, Any], depth: int) -> np.ndarray[Any, Any]:
+    """Row positions of every row whose code is at most as far from the query's as the
+    ``depth``-th nearest (all rows when there are no more than ``depth``), ascending."""
+    if len(codes.bits) <= depth:
+        return np.arange(len(codes.bits))
+    differing = np.bitwise_count(codes.bits ^ sign_bits(query_vector, codes.centre)[0])
+    distance = differing[:, 0].astype(np.uint16)
+    for word in range(1, differing.shape[1]):
+        distance += differing[:, word]
+    cut = np.partition(distance, depth - 1)[depth - 1]
+    rows: np.ndarray[Any, Any] = np.flatnonzero(distance <= cut)
+    return rows
