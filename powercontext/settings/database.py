@@ -84,9 +84,13 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
         # spent ~1.6 ms of every run in the planner; prepare in process 1.3-1.6x faster, docs/
         # benchmarks.md). POWERCONTEXT_DB_PREPARED_STATEMENTS=false turns both off, e.g. behind a
         # pooler in transaction mode that does not carry prepared statements across connections.
+        # It also stops server-side cursors held across transactions (Django's iterator() outside
+        # a transaction declares them WITH HOLD), which such a pooler cannot carry either.
         if env_bool("POWERCONTEXT_DB_PREPARED_STATEMENTS", True):
             _db["OPTIONS"].setdefault("server_side_binding", True)
             _db["OPTIONS"].setdefault("prepare_threshold", PREPARE_THRESHOLD)
+        else:
+            _db["DISABLE_SERVER_SIDE_CURSORS"] = True
         for name, variable, default in (
             ("statement_timeout", "POWERCONTEXT_DB_STATEMENT_TIMEOUT_MS", 60000),
             ("lock_timeout", "POWERCONTEXT_DB_LOCK_TIMEOUT_MS", 2000),

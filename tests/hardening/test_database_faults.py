@@ -424,3 +424,51 @@ def _end_a_transaction_on_a_hung_server(cluster: PostgresCluster, wrapper: Any, 
         assert not thawed_by_safety_net.is_set(), "the ending waited for the server to come back"
     finally:
         wrapper.close()
+
+
+@pytest.mark.integration
+def test_a_server_side_cursor_fetch_on_a_hung_server_gives_up_at_the_answer_limit(
+    bare_cluster: PostgresCluster, django_db_blocker: Any
+) -> None:
+    """FETCH goes to the driver past Django's execute wrappers (QuerySet.iterator() and a whole
+    scope's vector read use server-side cursors): it is bounded too."""
+    from django.db import OperationalError
+
+    from powercontext.core import db_faults
+
+    wrapper = standalone_postgresql(
+        "hung-fetch-test",
+        name="postgres",
+        user="postgres",
+        host="127.0.0.1",
+        port=str(bare_cluster.port),
+        connect_timeout=2,
+    )
+    thawed_by_safety_net = threading.Event()
+    ended = threading.Event()
+
+    def safety_net() -> None:  # only if the fetch waited for the server: never hang the suite
+        if not ended.wait(60):
+            thawed_by_safety_net.set()
+            bare_cluster.thaw()
+
+    with django_db_blocker.unblock():
+        try:
+            wrapper.set_autocommit(False)
+            cursor = wrapper.chunked_cursor()
+            cursor.execute("SELECT g FROM generate_series(1, 100000) g")
+            assert [row[0] for row in cursor.fetchmany(10)] == list(range(1, 11))
+            bare_cluster.freeze()
+            guard = threading.Thread(target=safety_net)
+            guard.start()
+            try:
+                with db_faults.answer_limit(0.5), pytest.raises(OperationalError):
+                    cursor.fetchmany(10)
+            finally:
+                ended.set()
+                guard.join(timeout=90)
+                bare_cluster.thaw()
+            assert not thawed_by_safety_net.is_set(), "the fetch waited for the server to come back"
+            cursor.close()  # its connection was cut: closes without a word to the server
+        finally:
+            wrapper.close()

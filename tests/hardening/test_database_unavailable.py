@@ -136,20 +136,22 @@ def test_postgresql_connections_get_connect_and_statement_timeouts(tmp_path: Any
 def test_postgresql_statements_are_bound_on_the_server_and_prepared_unless_turned_off(tmp_path: Any) -> None:
     code = (
         "import django; django.setup(); from django.conf import settings; "
-        "options = settings.DATABASES['default']['OPTIONS']; "
-        "print(options.get('server_side_binding'), options.get('prepare_threshold'))"
+        "db = settings.DATABASES['default']; options = db['OPTIONS']; "
+        "print(options.get('server_side_binding'), options.get('prepare_threshold'), "
+        "db.get('DISABLE_SERVER_SIDE_CURSORS'))"
     )
     url = "postgres://u:p@127.0.0.1:1/db"
     default = run_python(code, child_env(tmp_path, DATABASE_URL=url, SECRET_KEY="k" * 50))
     assert default.returncode == 0, default.stderr
-    assert default.stdout.split() == ["True", "5"]
+    assert default.stdout.split() == ["True", "5", "False"]
     off = run_python(
         code,
         child_env(
             tmp_path, DATABASE_URL=url, SECRET_KEY="k" * 50, POWERCONTEXT_DB_PREPARED_STATEMENTS="false"
         ),
     )
-    assert off.stdout.split() == ["None", "None"]
+    # A pooler in transaction mode: no cursors held across transactions either.
+    assert off.stdout.split() == ["None", "None", "True"]
     wrong = run_python(
         code,
         child_env(
@@ -158,7 +160,7 @@ def test_postgresql_statements_are_bound_on_the_server_and_prepared_unless_turne
     )
     assert wrong.returncode != 0 and "POWERCONTEXT_DB_PREPARED_STATEMENTS" in wrong.stderr
     sqlite = run_python(code, child_env(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path / 'x.sqlite3'}"))
-    assert sqlite.stdout.split() == ["None", "None"]
+    assert sqlite.stdout.split() == ["None", "None", "False"]
 
 
 @pytest.mark.postgres_only

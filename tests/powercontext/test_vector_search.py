@@ -308,6 +308,36 @@ def test_a_whole_scope_is_read_in_chunks_into_the_matrix_a_full_read_gives(
             assert matrix.base is None  # no larger array kept alive behind a trimmed view
 
 
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+@pytest.mark.parametrize("disabled", [False, True], ids=["server-side", "disabled"])
+def test_on_postgresql_a_whole_scope_is_read_through_a_server_side_cursor(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch, disabled: bool
+) -> None:
+    """The client holds one chunk of rows at a time, not the whole result; not with
+    DISABLE_SERVER_SIDE_CURSORS (a pooler in transaction mode)."""
+    seed("server-side")
+    monkeypatch.setattr(vector_inprocess, "READ_CHUNK_ROWS", 2)
+    if disabled:
+        monkeypatch.setitem(connection.settings_dict, "DISABLE_SERVER_SIDE_CURSORS", True)
+    convert = vector_inprocess._matrix
+    open_cursors: list[int] = []
+
+    def counting(rows: Any) -> Any:
+        with connection.cursor() as cursor:  # the same connection, while the read is under way
+            cursor.execute("SELECT COUNT(*) FROM pg_cursors WHERE NOT is_holdable")
+            open_cursors.append(int(cursor.fetchone()[0]))
+        return convert(rows)
+
+    monkeypatch.setattr(vector_inprocess, "_matrix", counting)
+    vector_inprocess._cache.clear()
+    read = vector_inprocess.memory_vectors("server-side", embedding.MODEL_ID)
+
+    assert len(open_cursors) == 3  # six rows, two at a time
+    assert open_cursors == ([0, 0, 0] if disabled else [1, 1, 1])
+    assert len(read.membership_ids) == 1 + len(FILLER)
+
+
 THREADS = 4
 
 

