@@ -64,13 +64,17 @@ def _centre(total: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, np.dtype
     return centre
 
 
+def code_bytes(dimensions: int) -> int:
+    """A row's code, in bytes: one bit per dimension in whole 64-bit words."""
+    return -(-dimensions // 64) * 8
+
+
 def sign_bits(
     matrix: np.ndarray[Any, Any], centre: np.ndarray[Any, Any]
 ) -> np.ndarray[Any, np.dtype[np.uint64]]:
     """Each row's bits (1: the coordinate is above the centre), packed into 64-bit words."""
     vectors = np.atleast_2d(matrix)
-    words = -(-vectors.shape[1] // 64)
-    bits = np.zeros((len(vectors), words * 8), dtype=np.uint8)
+    bits = np.zeros((len(vectors), code_bytes(vectors.shape[1])), dtype=np.uint8)
     start = 0
     for chunk in _chunks(vectors):
         packed = np.packbits(chunk > centre, axis=1)

@@ -491,7 +491,11 @@ def preload(scope_id: str, model_id: str, room_bytes: int) -> bool:
     """Warm-up: a first ranking's reads and cache keys, if the active vectors fit in ``room_bytes``."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM ({_ACTIVE_VECTORS_SQL}) v", [scope_id, model_id])
-        fits = int(cursor.fetchone()[0]) * (embedding.DIMENSIONS * 4 + 8) <= room_bytes
+        rows = int(cursor.fetchone()[0])
+    row_bytes = (
+        embedding.DIMENSIONS * 4 + 8 + (0 if _exact(rows) else shortlist.code_bytes(embedding.DIMENSIONS))
+    )
+    fits = rows * row_bytes <= room_bytes
     if not fits or _scope_vectors(scope_id, model_id) is None:
         return False
     rank_experience(scope_id, model_id, np.zeros(embedding.DIMENSIONS, dtype=np.float32), 1)
