@@ -375,25 +375,15 @@ def bare_cluster() -> Iterator[PostgresCluster]:
         cluster.remove()
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize("ending", ["commit", "rollback"])
-def test_a_commit_or_rollback_on_a_hung_server_gives_up_at_the_answer_limit(
-    bare_cluster: PostgresCluster, ending: str, django_db_blocker: Any
-) -> None:
-    """COMMIT and ROLLBACK reach the driver past Django's execute wrappers: they are bounded too."""
-    wrapper = standalone_postgresql(
-        "hung-commit-test",
-        name="postgres",
-        user="postgres",
-        host="127.0.0.1",
-        port=str(bare_cluster.port),
-        connect_timeout=2,
+def _wrapper_of(cluster: PostgresCluster, alias: str) -> Any:
+    return standalone_postgresql(
+        alias, name="postgres", user="postgres", host="127.0.0.1", port=str(cluster.port), connect_timeout=2
     )
-    with django_db_blocker.unblock():  # a connection of its own to the throwaway cluster
-        _end_a_transaction_on_a_hung_server(bare_cluster, wrapper, ending)
 
 
-def _end_a_transaction_on_a_hung_server(cluster: PostgresCluster, wrapper: Any, ending: str) -> None:
+def _gives_up_on_a_hung_server(cluster: PostgresCluster, wait: Callable[[], object]) -> None:
+    """Freeze the cluster, then ``wait`` (a call that waits on it) must fail with
+    OperationalError within a 0.5 s answer limit, not when the server comes back."""
     from django.db import OperationalError
 
     from powercontext.core import db_faults
@@ -401,29 +391,42 @@ def _end_a_transaction_on_a_hung_server(cluster: PostgresCluster, wrapper: Any, 
     thawed_by_safety_net = threading.Event()
     ended = threading.Event()
 
-    def safety_net() -> None:  # only if the ending waited for the server: never hang the suite
+    def safety_net() -> None:  # only if the call waited for the server: never hang the suite
         if not ended.wait(60):
             thawed_by_safety_net.set()
             cluster.thaw()
 
+    cluster.freeze()
+    guard = threading.Thread(target=safety_net)
+    guard.start()
     try:
-        wrapper.set_autocommit(False)
-        with wrapper.cursor() as cursor:
-            cursor.execute("CREATE TEMPORARY TABLE t (x int)")
-            cursor.execute("INSERT INTO t VALUES (1)")
-        cluster.freeze()
-        guard = threading.Thread(target=safety_net)
-        guard.start()
-        try:
-            with db_faults.answer_limit(0.5), pytest.raises(OperationalError):
-                wrapper.commit() if ending == "commit" else wrapper.rollback()
-        finally:
-            ended.set()
-            guard.join(timeout=90)
-            cluster.thaw()
-        assert not thawed_by_safety_net.is_set(), "the ending waited for the server to come back"
+        with db_faults.answer_limit(0.5), pytest.raises(OperationalError):
+            wait()
     finally:
-        wrapper.close()
+        ended.set()
+        guard.join(timeout=90)
+        cluster.thaw()
+    assert not thawed_by_safety_net.is_set(), "the call waited for the server to come back"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("ending", ["commit", "rollback"])
+def test_a_commit_or_rollback_on_a_hung_server_gives_up_at_the_answer_limit(
+    bare_cluster: PostgresCluster, ending: str, django_db_blocker: Any
+) -> None:
+    """COMMIT and ROLLBACK reach the driver past Django's execute wrappers: they are bounded too."""
+    wrapper = _wrapper_of(bare_cluster, "hung-commit-test")
+    with django_db_blocker.unblock():  # a connection of its own to the throwaway cluster
+        try:
+            wrapper.set_autocommit(False)
+            with wrapper.cursor() as cursor:
+                cursor.execute("CREATE TEMPORARY TABLE t (x int)")
+                cursor.execute("INSERT INTO t VALUES (1)")
+            _gives_up_on_a_hung_server(
+                bare_cluster, wrapper.commit if ending == "commit" else wrapper.rollback
+            )
+        finally:
+            wrapper.close()
 
 
 @pytest.mark.integration
@@ -432,43 +435,14 @@ def test_a_server_side_cursor_fetch_on_a_hung_server_gives_up_at_the_answer_limi
 ) -> None:
     """FETCH goes to the driver past Django's execute wrappers (QuerySet.iterator() and a whole
     scope's vector read use server-side cursors): it is bounded too."""
-    from django.db import OperationalError
-
-    from powercontext.core import db_faults
-
-    wrapper = standalone_postgresql(
-        "hung-fetch-test",
-        name="postgres",
-        user="postgres",
-        host="127.0.0.1",
-        port=str(bare_cluster.port),
-        connect_timeout=2,
-    )
-    thawed_by_safety_net = threading.Event()
-    ended = threading.Event()
-
-    def safety_net() -> None:  # only if the fetch waited for the server: never hang the suite
-        if not ended.wait(60):
-            thawed_by_safety_net.set()
-            bare_cluster.thaw()
-
+    wrapper = _wrapper_of(bare_cluster, "hung-fetch-test")
     with django_db_blocker.unblock():
         try:
             wrapper.set_autocommit(False)
             cursor = wrapper.chunked_cursor()
             cursor.execute("SELECT g FROM generate_series(1, 100000) g")
             assert [row[0] for row in cursor.fetchmany(10)] == list(range(1, 11))
-            bare_cluster.freeze()
-            guard = threading.Thread(target=safety_net)
-            guard.start()
-            try:
-                with db_faults.answer_limit(0.5), pytest.raises(OperationalError):
-                    cursor.fetchmany(10)
-            finally:
-                ended.set()
-                guard.join(timeout=90)
-                bare_cluster.thaw()
-            assert not thawed_by_safety_net.is_set(), "the fetch waited for the server to come back"
+            _gives_up_on_a_hung_server(bare_cluster, lambda: cursor.fetchmany(10))
             cursor.close()  # its connection was cut: closes without a word to the server
         finally:
             wrapper.close()

@@ -14,6 +14,7 @@ from powercontext import search
 from powercontext.memory import services as memory_services
 from powercontext.search.vectors import embedding, shortlist, vector_inprocess
 from tests.powercontext.factories import citation_of, make_memory
+from tests.powercontext.test_vector_search import FILLER, PAINTING
 
 DIMENSIONS = 384
 
@@ -106,22 +107,12 @@ def test_the_nearest_rows_of_a_query_near_stored_rows_survive_the_shortlist() ->
         assert approximate.tolist() == exact.tolist()
 
 
-FILLER = [
-    "the weather was mild and sunny",
-    "lunch is served at noon",
-    "the office plants need water",
-    "a meeting about the budget",
-    "parking is behind the building",
-    "Ann painted a sunrise over the lake",
-]
-
-
 @pytest.mark.django_db
 def test_a_scope_above_the_bound_ranks_over_its_shortlist_and_keeps_its_codes_current(
     embeddings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with override_settings(POWERCONTEXT_VECTOR_EXACT_ROWS=100):
-        mutations = [make_memory("small", text) for text in FILLER]
+        mutations = [make_memory("small", text) for text in [*FILLER, PAINTING]]
         search.vector_search_memory("small", "artwork of the morning sky", 3)
         assert vector_inprocess._cache["small"].codes is None  # at or under the bound: exact
 
@@ -135,7 +126,7 @@ def test_a_scope_above_the_bound_ranks_over_its_shortlist_and_keeps_its_codes_cu
         with override_settings(POWERCONTEXT_VECTOR_EXACT_ROWS=100):
             vector_inprocess._cache.clear()
             assert search.vector_search_memory("small", "artwork of the morning sky", 3) == exact
-        assert exact[0].text == FILLER[-1]
+        assert exact[0].text == PAINTING
 
         # Writes: the cached codes follow by deltas and equal a whole build of the new matrix.
         search.vector_search_memory("small", "artwork of the morning sky", 3)
