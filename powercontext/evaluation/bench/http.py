@@ -12,15 +12,14 @@ import httpx
 from powercontext.evaluation.bench.common import SCOPE, run_clients
 
 
-def prepare_throughput(
-    url: str, queries: list[str], clients: int, seconds: float, scope_id: str = SCOPE
-) -> dict[str, Any]:
-    """Prepares per second against ``url`` with ``clients`` concurrent clients (threads, one
-    connection each) for ``seconds``: client ``n`` asks ``queries[n]``, ``queries[n + clients]``,
-    ... of ``scope_id``, back to back; a status other than 200 counts as an error."""
+def timed_prepares(
+    url: str, scope_id: str, queries: list[str], clients: int, seconds: float, max_bytes: int | None = None
+) -> tuple[list[tuple[float, bool]], float]:
+    """``clients`` concurrent clients (threads, one connection each) prepare back to back for
+    ``seconds``: client ``n`` asks ``queries[n]``, ``queries[n + clients]``, ... of ``scope_id``.
+    Each request's (milliseconds, answered 200) and the seconds the clients ran."""
     deadline = time.perf_counter() + seconds
-    counts = [0] * clients
-    errors = [0] * clients
+    timings: list[list[tuple[float, bool]]] = [[] for _ in range(clients)]
     barrier = threading.Barrier(clients)
 
     def run(index: int) -> None:
@@ -28,21 +27,30 @@ def prepare_throughput(
             barrier.wait()
             i = index
             while time.perf_counter() < deadline:
-                response = client.post(
-                    "/v1/context/prepare", json={"scope_id": scope_id, "query": queries[i % len(queries)]}
-                )
-                if response.status_code == 200:
-                    counts[index] += 1
-                else:
-                    errors[index] += 1
+                body: dict[str, Any] = {"scope_id": scope_id, "query": queries[i % len(queries)]}
+                if max_bytes is not None:
+                    body["max_bytes"] = max_bytes
+                start = time.perf_counter()
+                response = client.post("/v1/context/prepare", json=body)
+                timings[index].append(((time.perf_counter() - start) * 1000, response.status_code == 200))
                 i += clients
 
     elapsed = run_clients(clients, run)
+    return [timing for per_client in timings for timing in per_client], elapsed
+
+
+def prepare_throughput(
+    url: str, queries: list[str], clients: int, seconds: float, scope_id: str = SCOPE
+) -> dict[str, Any]:
+    """Prepares per second against ``url`` (``timed_prepares``); a status other than 200 counts
+    as an error."""
+    timings, elapsed = timed_prepares(url, scope_id, queries, clients, seconds)
+    answered = sum(ok for _, ok in timings)
     return {
         "throughput_clients": clients,
-        "throughput_requests": sum(counts),
-        "throughput_errors": sum(errors),
-        "throughput_rps": round(sum(counts) / elapsed, 1),
+        "throughput_requests": answered,
+        "throughput_errors": len(timings) - answered,
+        "throughput_rps": round(answered / elapsed, 1),
         "throughput_seconds": round(elapsed, 3),
     }
 

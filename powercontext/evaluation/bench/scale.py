@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,8 @@ from typing import Any
 from django.db import transaction
 
 from powercontext.core.models import MemoryEntryVector, MemoryMembership
-from powercontext.evaluation.bench.common import Corpus, load_average, percentile, run_clients
+from powercontext.evaluation.bench.common import Corpus, load_average, percentile
+from powercontext.evaluation.bench.http import timed_prepares
 from powercontext.memory.services import NewEntry, memory_apply_changes
 from powercontext.search.vectors import embedding, pending
 
@@ -103,35 +103,15 @@ def bench_catch_up(entries: int, out: Callable[[str], None], scope_id: str | Non
 def _http_prepare(
     url: str, scope_id: str, queries: list[str], clients: int, seconds: float
 ) -> dict[str, Any]:
-    """``clients`` concurrent clients (threads, one connection each) prepare back to back for
-    ``seconds``; each request timed. p50 / p99 over all of them, requests per second, errors."""
-    import httpx
-
+    """``clients`` concurrent clients prepare back to back for ``seconds`` (``timed_prepares``):
+    p50 / p99 over all requests, requests per second, errors."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
-    deadline = time.perf_counter() + seconds
-    timings: list[list[float]] = [[] for _ in range(clients)]
-    errors = [0] * clients
-    barrier = threading.Barrier(clients)
-
-    def run(index: int) -> None:
-        with httpx.Client(base_url=url, timeout=30) as client:
-            barrier.wait()
-            i = index
-            while time.perf_counter() < deadline:
-                body = {"scope_id": scope_id, "query": queries[i % len(queries)], "max_bytes": 8000}
-                start = time.perf_counter()
-                response = client.post("/v1/context/prepare", json=body)
-                timings[index].append((time.perf_counter() - start) * 1000)
-                if response.status_code != 200:
-                    errors[index] += 1
-                i += clients
-
-    elapsed = run_clients(clients, run)
-    samples = [t for per_client in timings for t in per_client]
+    timings, elapsed = timed_prepares(url, scope_id, queries, clients, seconds, max_bytes=8000)
+    samples = [milliseconds for milliseconds, _ in timings]
     return {
         "clients": clients,
         "requests": len(samples),
-        "errors": sum(errors),
+        "errors": sum(not ok for _, ok in timings),
         "p50_ms": round(statistics.median(samples), 2),
         "p99_ms": round(percentile(samples, 0.99), 2),
         "rps": round(len(samples) / elapsed, 1),
