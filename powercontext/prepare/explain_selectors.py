@@ -26,7 +26,7 @@ from powercontext.prepare.builder import (
 from powercontext.prepare.explain import Explanation, candidate_dict, citation, explain, source_text
 from powercontext.prepare.selection import context_candidates, feedback_target
 from powercontext.search.ranking import relevance
-from powercontext.search.vectors import vector_cache
+from powercontext.search.vectors import vector_cache, vector_inprocess
 
 PREVIEW_CHARS = 40
 ID_CHARS = 12
@@ -92,6 +92,9 @@ class ExplainReport:
     # This process's vector cache after the prepare (``vector_cache.cache_stats``: bytes
     # held, the bound, scopes cached); None when the mode used no vectors (fts).
     vector_cache: dict[str, int] | None = None
+    # How this process ranked the scope's Memory vectors (``vector_inprocess.memory_ranking``:
+    # rows, and the shortlist's least depth, None when exact); None without vectors.
+    vector_ranking: dict[str, int | None] | None = None
     # The relevance floors this query's candidates were judged by (with the query's language).
     floors: relevance.QueryFloor | None = None
     # The candidates' feedback counters and the prior each got (by ``feedback_target``).
@@ -188,7 +191,15 @@ class ExplainReport:
         used = self.vector_cache["bytes"] / vector_cache.MIB
         bound = self.vector_cache["bound_bytes"] / vector_cache.MIB
         scopes = self.vector_cache["scopes"]
-        return f"vector cache {used:.1f} of {bound:g} MiB, {scopes} scope{'' if scopes == 1 else 's'}"
+        label = f"vector cache {used:.1f} of {bound:g} MiB, {scopes} scope{'' if scopes == 1 else 's'}"
+        ranking = self.vector_ranking
+        if ranking is not None:
+            rows = f"{ranking['rows']:,} Memory vectors"
+            if ranking["shortlist"] is None:
+                label += f"; {rows} ranked exactly"
+            else:
+                label += f"; {rows} ranked over a shortlist of at least {ranking['shortlist']:,}"
+        return label
 
     @property
     def budget_percent(self) -> int:
@@ -238,6 +249,7 @@ class ExplainReport:
             "scope_id": self.scope_id,
             "search_mode": self.search_mode,
             "vector_cache": self.vector_cache,
+            "vector_ranking": self.vector_ranking,
             "relevance_floor": self.floor_dict(),
             "feedback_policy": asdict(self.policy) if self.policy is not None else None,
             "pack_cut": self.cut_threshold,
@@ -280,12 +292,14 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
     )
     explained = explain(built, memory_ref=found.memory_ref, max_bytes=max_bytes, dropped=found.dropped)
     cache = vector_cache.cache_stats() if mode in {"vector", "hybrid"} else None
+    ranking = vector_inprocess.memory_ranking(scope_id) if cache is not None else None
     return ExplainReport(
         scope_id=scope_id,
         search_mode=mode,
         explanation=explained,
         show_text=show_text,
         vector_cache=cache,
+        vector_ranking=ranking,
         floors=relevance.query_floor(query),
         usage=feedback_selectors.counters_for(
             scope_id, [feedback_target(c.hit) for c in explained.candidates]

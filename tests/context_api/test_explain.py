@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 from hypothesis import given
 
 from powercontext.prepare import explain as explain_module
@@ -35,6 +36,7 @@ from powercontext.prepare.builder import (
 from powercontext.prepare.explain import SKIP_REASONS, candidate_dict, citation, explain, summarize
 from powercontext.prepare.management.commands import explain_prepare as explain_prepare_command
 from powercontext.prepare.selection import ContextCandidates
+from powercontext.search.vectors import shortlist, vector_inprocess
 from tests.conftest import Api
 from tests.context_api.test_builder_properties import DETERMINISTIC, HEAD, build, cases
 
@@ -265,6 +267,22 @@ def run(*args: str) -> str:
     out = StringIO()
     call_command("explain_prepare", *args, stdout=out)
     return out.getvalue()
+
+
+def test_explain_says_how_this_process_ranked_the_scopes_memory_vectors(ops_scope, embeddings) -> None:
+    vector_inprocess._cache.clear()
+    body = json.loads(run("--scope", "ops", "--query", "deploy", "--json"))
+    assert body["search_mode"] == "hybrid"
+    assert body["vector_ranking"] == {"rows": 3, "shortlist": None}
+    assert "3 Memory vectors ranked exactly" in run("--scope", "ops", "--query", "deploy")
+
+    with override_settings(POWERCONTEXT_VECTOR_EXACT_ROWS=2):  # a large scope, in miniature
+        vector_inprocess._cache.clear()
+        body = json.loads(run("--scope", "ops", "--query", "deploy", "--json"))
+        assert body["vector_ranking"] == {"rows": 3, "shortlist": shortlist.MIN_DEPTH}
+        text = run("--scope", "ops", "--query", "deploy")
+        assert f"3 Memory vectors ranked over a shortlist of at least {shortlist.MIN_DEPTH:,}" in text
+    vector_inprocess._cache.clear()
 
 
 def test_the_command_lists_each_candidate_with_its_decision(ops_scope) -> None:

@@ -487,6 +487,17 @@ def memory_vectors(scope_id: str, model_id: str, revision: int | None = None) ->
     )
 
 
+def memory_ranking(scope_id: str) -> dict[str, int | None] | None:
+    """How this process ranks the scope's Memory vectors, from its cached matrix: ``rows``, and
+    ``shortlist``: how many rows at the least each query's exact cosines are computed for (None:
+    all of them, the scope is ranked exactly). None when nothing of the scope is cached."""
+    cached = _cache.get(scope_id)
+    if cached is None:
+        return None
+    rows = len(cached.membership_ids)
+    return {"rows": rows, "shortlist": None if cached.codes is None else shortlist.depth_for(rows)}
+
+
 def preload(scope_id: str, model_id: str, room_bytes: int) -> bool:
     """Warm-up: a first ranking's reads and cache keys, if the active vectors fit in ``room_bytes``."""
     with connection.cursor() as cursor:
