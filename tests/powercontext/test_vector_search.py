@@ -310,14 +310,20 @@ def test_a_whole_scope_is_read_in_chunks_into_the_matrix_a_full_read_gives(
 
 @pytest.mark.postgres_only
 @pytest.mark.django_db
-@pytest.mark.parametrize("disabled", [False, True], ids=["server-side", "disabled"])
-def test_on_postgresql_a_whole_scope_is_read_through_a_server_side_cursor(
-    embeddings: Any, monkeypatch: pytest.MonkeyPatch, disabled: bool
+@pytest.mark.parametrize(
+    ("above", "disabled", "cursors"),
+    [(5, False, 1), (6, False, 0), (5, True, 0)],
+    ids=["large-scope", "small-scope", "disabled"],
+)
+def test_on_postgresql_a_large_scope_is_read_through_a_server_side_cursor(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch, above: int, disabled: bool, cursors: int
 ) -> None:
-    """The client holds one chunk of rows at a time, not the whole result; not with
+    """A scope of more than SERVER_SIDE_ROWS vectors: the client holds one chunk of rows at a
+    time, not the whole result; a smaller one is read by one plain statement; none with
     DISABLE_SERVER_SIDE_CURSORS (a pooler in transaction mode)."""
-    seed("server-side")
+    seed("server-side")  # six vectors
     monkeypatch.setattr(vector_inprocess, "READ_CHUNK_ROWS", 2)
+    monkeypatch.setattr(vector_inprocess, "SERVER_SIDE_ROWS", above)
     if disabled:
         monkeypatch.setitem(connection.settings_dict, "DISABLE_SERVER_SIDE_CURSORS", True)
     convert = vector_inprocess._matrix
@@ -333,8 +339,7 @@ def test_on_postgresql_a_whole_scope_is_read_through_a_server_side_cursor(
     vector_inprocess._cache.clear()
     read = vector_inprocess.memory_vectors("server-side", embedding.MODEL_ID)
 
-    assert len(open_cursors) == 3  # six rows, two at a time
-    assert open_cursors == ([0, 0, 0] if disabled else [1, 1, 1])
+    assert open_cursors == [cursors] * 3  # six rows, two at a time
     assert len(read.membership_ids) == 1 + len(FILLER)
 
 

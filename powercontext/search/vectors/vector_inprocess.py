@@ -109,6 +109,8 @@ _ACTIVE_VECTORS_SQL = (
 # read with one fetchall held ~3x its matrix at once (the rows' bytes, their join, a copy), and
 # the heap kept most of it after the read.
 READ_CHUNK_ROWS = 2048
+# On PostgreSQL, scopes with more active vectors than this are read through a server-side cursor.
+SERVER_SIDE_ROWS = 20_000
 
 
 def _read_matrix(cursor: Any, expected: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -138,16 +140,23 @@ def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVec
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM ({_ACTIVE_VECTORS_SQL}) v", [scope_id, model_id])
         expected = int(cursor.fetchone()[0])
-    # On PostgreSQL, a server-side cursor: the client then holds READ_CHUNK_ROWS rows at a time,
-    # not the whole result (a cold 100,000-entry scope: peak 571 -> 252 MiB, private memory after
-    # 519 -> 224 MiB). Not with DISABLE_SERVER_SIDE_CURSORS (a pooler in transaction mode).
-    chunked = connection.vendor == "postgresql" and not connection.settings_dict.get(
-        "DISABLE_SERVER_SIDE_CURSORS"
+    # A large scope on PostgreSQL is read through a server-side cursor: the client then holds
+    # READ_CHUNK_ROWS rows at a time, not the whole result (a cold 100,000-entry scope: peak 571
+    # -> 252 MiB, private memory after 519 -> 224 MiB). Not for smaller scopes (the cursor's
+    # extra round trips made a cold 1,000-entry read ~10 ms slower), nor with
+    # DISABLE_SERVER_SIDE_CURSORS (a pooler in transaction mode).
+    chunked = (
+        connection.vendor == "postgresql"
+        and expected > SERVER_SIDE_ROWS
+        and not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
     )
     with (
         transaction.atomic(savepoint=False) if chunked else contextlib.nullcontext(),
         connection.chunked_cursor() if chunked else connection.cursor() as cursor,
     ):
+        if chunked:  # plan for every row, not the first tenth a cursor is planned for by default
+            with connection.cursor() as setting:
+                setting.execute("SET LOCAL cursor_tuple_fraction = 1.0")
         cursor.execute(_ACTIVE_VECTORS_SQL + " ORDER BY m.id", [scope_id, model_id])
         ids, matrix = _read_matrix(cursor, expected)
     return _ScopeVectors(revision, max_id, ids, matrix, None if _exact(len(ids)) else shortlist.build(matrix))
