@@ -242,9 +242,9 @@ class MemoryMembership(models.Model):
         indexes = [
             models.Index(fields=["scope_id", "to_revision", "entry"], name="membership_head"),
             models.Index(fields=["entry_version", "from_revision"], name="membership_version"),
-            # The head's active memberships of one scope, in id order, with their versions:
-            # what a scope's vector read and the ranking's order read. Without it PostgreSQL
-            # scanned the whole table (every scope's memberships) for each cold scope.
+            # The head's active memberships of one scope, in id order, with their versions: what
+            # a scope's whole vector read joins from. Without it PostgreSQL scanned the whole
+            # table (every scope's memberships) for each cold scope.
             models.Index(
                 fields=["scope_id", "id"],
                 include=["entry_version"],
