@@ -364,7 +364,17 @@ def counters_verify(*, scope_id: str) -> CounterDrift:
 def counters_rebuild(*, scope_id: str) -> int:
     """Rebuild the scope's counters from its log: every item of the log gets its row with the
     log's figures, rows of items the log does not hold are deleted. Returns the rows written.
-    Safe beside feedback writers: it takes the same row locks they do, in the same order."""
+
+    Safe beside feedback writers. On PostgreSQL it first takes the counter table in SHARE ROW
+    EXCLUSIVE mode: that waits for every writer that has begun writing counters (a writer locks
+    its counter rows before it adds to the log) and holds new ones at their first counter
+    statement until this commits, so the log it reads cannot grow under it. Without it, a
+    writer that committed between this read and the delete below lost its row. Writers of every
+    scope wait that long (a rebuild is an operator's repair). SQLite: the IMMEDIATE transaction
+    already holds the database's write lock."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {_C} IN SHARE ROW EXCLUSIVE MODE")
     expected = expected_counters(scope_id)
     FeedbackCounter.objects.filter(scope_id=scope_id).exclude(target__in=list(expected)).delete()
     targets = [

@@ -3,9 +3,12 @@ lands once, the counters count every reporter, and a rebuild beside writers lose
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+from unittest import mock
 
 import pytest
+from django.db import connection, connections
 
 from powercontext.core.models import ApiToken
 from powercontext.feedback import services
@@ -90,3 +93,70 @@ def test_a_rebuild_beside_writers_ends_with_the_logs_figures() -> None:
     assert not [r for r in results if isinstance(r, BaseException)], results
     assert services.counters_verify(scope_id=SCOPE).ok
     assert {c.uses for c in FeedbackCounter.objects.all()} == {6}
+
+
+def _blocked_on_a_lock() -> bool:
+    """Whether another session of this database waits on a lock (PostgreSQL)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+        )
+        return bool(cursor.fetchone()[0])
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_report_on_a_new_item_during_a_rebuild_keeps_its_counter() -> None:
+    """The interleaving that lost rows: the rebuild reads the log, a report on an item the log
+    did not hold yet commits, then the rebuild deletes the rows its read did not name. The
+    rebuild is held after its read until the report has either committed or is waiting for it."""
+    old, new = (
+        citation(memory_remember(scope_id=SCOPE, kind="note", text=text))
+        for text in ("The port is 6543.", "Deploys run on Fridays.")
+    )
+    first, second = tokens(2)
+    services.feedback_record(scope_id=SCOPE, items=[services.FeedbackItem(old, "used")], token=first)
+    read, go = threading.Event(), threading.Event()
+    real = services.expected_counters
+    outcomes: dict[str, Any] = {}
+
+    def held_after_reading(scope_id: str, targets: Any = None) -> Any:
+        figures = real(scope_id, targets)
+        if threading.current_thread().name == "rebuild":
+            read.set()
+            assert go.wait(timeout=30)
+        return figures
+
+    def run(name: str, work: Any) -> threading.Thread:
+        def body() -> None:
+            try:
+                outcomes[name] = work()
+            except BaseException as exc:  # asserted below
+                outcomes[name] = exc
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=body, name=name)
+        thread.start()
+        return thread
+
+    with mock.patch.object(services, "expected_counters", held_after_reading):
+        rebuild = run("rebuild", lambda: services.counters_rebuild(scope_id=SCOPE))
+        assert read.wait(timeout=30)
+        report = run(
+            "report",
+            lambda: services.feedback_record(
+                scope_id=SCOPE, items=[services.FeedbackItem(new, "used")], token=second
+            ),
+        )
+        while report.is_alive() and not _blocked_on_a_lock():
+            report.join(timeout=0.02)
+        go.set()
+        for thread in (rebuild, report):
+            thread.join(timeout=60)
+            assert not thread.is_alive(), "a writer hung"
+
+    assert not [r for r in outcomes.values() if isinstance(r, BaseException)], outcomes
+    assert services.counters_verify(scope_id=SCOPE).ok
+    assert sorted(FeedbackCounter.objects.values_list("uses", flat=True)) == [1, 1]
