@@ -44,13 +44,9 @@ APPEND = SessionNoteVersion.Mode.APPEND
 
 
 @dataclass(frozen=True)
-class NoteWritten:
-    path: str
-    version: int
-    size_bytes: int
-    updated_at: datetime
-    oldest_version: int
-    stored_bytes: int  # the note's kept versions
+class NoteWritten(selectors.NoteInfo):
+    """The written note as a listing shows it, and its session's totals after the write."""
+
     note_count: int
     total_bytes: int
     session_stored_bytes: int  # every kept version of the session's notes
