@@ -54,6 +54,14 @@ def test_the_documented_production_environment_passes_check_deploy(tmp_path: Pat
     assert "System check identified no issues" in result.stdout
 
 
+def test_the_database_checks_print_no_warning(tmp_path: Path) -> None:
+    # ``migrate`` runs them: any warning would print on every start of ``make run``.
+    result = run_manage("check", "--database", "default", "--fail-level", "WARNING", env=child_env(tmp_path))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
 def test_the_embedded_default_is_plain_http(tmp_path: Path) -> None:
     # `make run` serves http://127.0.0.1:8000: secure-only cookies would break its login.
     assert deploy_settings(tmp_path) == {
