@@ -80,6 +80,25 @@ def test_the_shortlist_keeps_every_row_tied_at_its_cut_whatever_their_order() ->
     assert sorted(order[kept_shuffled].tolist()) == kept.tolist()
 
 
+def test_distances_and_cosines_taken_block_by_block_are_those_of_the_whole_matrix() -> None:
+    """Across several blocks and a partial last one: the shortlist is every row within the
+    depth-th nearest Hamming distance over all rows, and each kept row's cosine is its dot
+    product with the query."""
+    rows = unit_rows(2 * 8192 + 333, seed=11, shift=0.2)
+    query = unit_rows(1, seed=12, shift=0.2)[0]
+    codes = shortlist.build(rows)
+    distance = np.bitwise_count(codes.bits ^ shortlist.sign_bits(query, codes.centre)[0]).sum(axis=1)
+    depth = 1000
+
+    kept = shortlist.shortlist(codes, query, depth)
+    scores = shortlist.cosines(rows, kept, query)
+
+    assert kept.tolist() == np.flatnonzero(distance <= np.sort(distance)[depth - 1]).tolist()
+    assert len(kept) > 256 and len(kept) % 256  # several gather blocks, the last one partial
+    assert scores.dtype == np.float32
+    assert np.allclose(scores, rows[kept] @ query, rtol=0, atol=1e-6)
+
+
 def test_a_shortlist_no_shorter_than_the_scope_is_the_whole_scope() -> None:
     rows = unit_rows(300, seed=8)
     assert shortlist.shortlist(shortlist.build(rows), rows[0], 300).tolist() == list(range(300))

@@ -26,7 +26,12 @@ SUM_UNIT = 4096  # a coordinate counts in the centre's sum rounded to 1/4096: in
 CENTRE_STEP = 64  # the centre is rounded to 1/64, so one write seldom moves it (codes then stay)
 MIN_DEPTH = 4096  # rows kept for the exact cosine, at least...
 DEPTH_SHARE = 25  # ...and one in 25 of the scope's rows
-_CHUNK_ROWS = 8192  # rows converted at a time (bounds the temporary arrays)
+_CHUNK_ROWS = 8192  # rows converted or compared at a time (bounds the temporary arrays)
+# Shortlisted rows gathered for their cosines at a time: 256 x 384 float32 is 384 KiB. A query
+# allocates nothing larger than a block and one small array per row (the distances, the
+# scores): a whole shortlist gathered at once (~6 MiB at 100,000 rows) stayed in each serving
+# thread's allocator arena after the request (measured: docs/benchmarks.md, "Large scopes").
+_GATHER_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,30 @@ def shortlist(codes: Codes, query_vector: np.ndarray[Any, Any], depth: int) -> n
     ``depth``-th nearest (all rows when there are no more than ``depth``), ascending."""
     if len(codes.bits) <= depth:
         return np.arange(len(codes.bits))
-    differing = np.bitwise_count(codes.bits ^ sign_bits(query_vector, codes.centre)[0])
-    distance = differing[:, 0].astype(np.uint16)
-    for word in range(1, differing.shape[1]):
-        distance += differing[:, word]
+    query_code = sign_bits(query_vector, codes.centre)[0]
+    distance = np.empty(len(codes.bits), dtype=np.uint16)
+    for start in range(0, len(codes.bits), _CHUNK_ROWS):
+        block = codes.bits[start : start + _CHUNK_ROWS]
+        np.sum(
+            np.bitwise_count(block ^ query_code),
+            axis=1,
+            dtype=np.uint16,
+            out=distance[start : start + len(block)],
+        )
     cut = np.partition(distance, depth - 1)[depth - 1]
     rows: np.ndarray[Any, Any] = np.flatnonzero(distance <= cut)
     return rows
+
+
+def cosines(
+    matrix: np.ndarray[Any, np.dtype[np.float32]],
+    rows: np.ndarray[Any, Any],
+    query_vector: np.ndarray[Any, Any],
+) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """The query's cosine with each of ``rows`` of ``matrix`` (unit rows), in ``rows`` order,
+    gathered ``_GATHER_ROWS`` at a time."""
+    scores = np.empty(len(rows), dtype=np.float32)
+    for start in range(0, len(rows), _GATHER_ROWS):
+        block = rows[start : start + _GATHER_ROWS]
+        scores[start : start + len(block)] = matrix[block] @ query_vector
+    return scores

@@ -264,7 +264,7 @@ def rank_memory(
         rows = shortlist.shortlist(
             vectors.codes, query_vector, max(limit, shortlist.depth_for(len(vectors.matrix)))
         )
-        scores = vectors.matrix[rows] @ query_vector
+        scores = shortlist.cosines(vectors.matrix, rows, query_vector)
     ids = vectors.membership_ids if rows is None else vectors.membership_ids[rows]
     k = min(limit, len(scores))
     if k < len(scores):
