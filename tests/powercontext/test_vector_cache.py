@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from django.core import checks
 from django.core.management import call_command
+from django.db import connection
 
 from powercontext import search
 from powercontext.core.checks import removed_settings
@@ -136,3 +137,23 @@ def test_a_removed_vector_setting_still_in_the_environment_is_warned_about(
     assert len(found) == 1 and found[0].level == checks.WARNING
     assert "POWERCONTEXT_VECTOR_SEARCH" in found[0].msg and "docs/decisions.md" in (found[0].hint or "")
     assert "value-not-echoed" not in f"{found[0].msg} {found[0].hint}"
+
+
+@pytest.mark.django_db
+def test_a_cold_scope_read_can_use_the_index_of_active_memberships() -> None:
+    """The whole-scope vector read names the conditions of ``membership_active`` (migration
+    0023): without it PostgreSQL scanned every scope's memberships. (The planner's choice on a
+    table this small is not the point; PostgreSQL is told to avoid sequential scans, SQLite
+    chooses by the query's shape.)"""
+    for scope in ("plan-a", "plan-b"):
+        memory_scope(scope, 3)
+    sql = vector_inprocess._ACTIVE_VECTORS_SQL + " ORDER BY m.id"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("EXPLAIN " + sql, ["plan-a", embedding.MODEL_ID])
+        else:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, ["plan-a", embedding.MODEL_ID])
+        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+
+    assert "membership_active" in plan, plan
