@@ -123,13 +123,11 @@ def shortlist(codes: Codes, query_vector: np.ndarray[Any, Any], depth: int) -> n
     query_code = sign_bits(query_vector, codes.centre)[0]
     distance = np.empty(len(codes.bits), dtype=np.uint16)
     for start in range(0, len(codes.bits), _CHUNK_ROWS):
-        block = codes.bits[start : start + _CHUNK_ROWS]
-        np.sum(
-            np.bitwise_count(block ^ query_code),
-            axis=1,
-            dtype=np.uint16,
-            out=distance[start : start + len(block)],
-        )
+        differing = np.bitwise_count(codes.bits[start : start + _CHUNK_ROWS] ^ query_code)
+        block = distance[start : start + len(differing)]
+        block[:] = differing[:, 0]
+        for word in range(1, differing.shape[1]):  # column by column: twice as fast as a row sum
+            block += differing[:, word]
     cut = np.partition(distance, depth - 1)[depth - 1]
     rows: np.ndarray[Any, Any] = np.flatnonzero(distance <= cut)
     return rows
