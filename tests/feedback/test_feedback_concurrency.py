@@ -9,11 +9,13 @@ from unittest import mock
 
 import pytest
 from django.db import connection, connections
+from django.test import Client
 
 from powercontext.core.models import ApiToken
 from powercontext.feedback import services
 from powercontext.feedback.models import Feedback, FeedbackCounter
 from powercontext.memory.services import memory_remember
+from tests.conftest import Api
 from tests.powercontext.test_concurrency import run_together
 from tests.review.factories import make_user
 
@@ -105,6 +107,56 @@ def _blocked_on_a_lock() -> bool:
         return bool(cursor.fetchone()[0])
 
 
+class RebuildHeld:
+    """A counter rebuild in a thread of its own, held right after it has read the log (and
+    taken its locks) until ``release``; other work in named threads beside it. Each thread's
+    result or exception lands in ``outcomes``."""
+
+    def __init__(self) -> None:
+        self.read, self.go = threading.Event(), threading.Event()
+        self.outcomes: dict[str, Any] = {}
+        self.threads: list[threading.Thread] = []
+        self._real = services.expected_counters
+        self._patch = mock.patch.object(services, "expected_counters", self._held_after_reading)
+
+    def _held_after_reading(self, scope_id: str, targets: Any = None) -> Any:
+        figures = self._real(scope_id, targets)
+        if threading.current_thread().name == "rebuild":
+            self.read.set()
+            assert self.go.wait(timeout=30)
+        return figures
+
+    def run(self, name: str, work: Any) -> threading.Thread:
+        def body() -> None:
+            try:
+                self.outcomes[name] = work()
+            except BaseException as exc:  # asserted by the tests
+                self.outcomes[name] = exc
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=body, name=name)
+        thread.start()
+        self.threads.append(thread)
+        return thread
+
+    def __enter__(self) -> RebuildHeld:
+        self._patch.start()
+        self.run("rebuild", lambda: services.counters_rebuild(scope_id=SCOPE))
+        assert self.read.wait(timeout=30)
+        return self
+
+    def release(self) -> None:
+        self.go.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
+            assert not thread.is_alive(), "a writer hung"
+
+    def __exit__(self, *exc: object) -> None:
+        self.go.set()
+        self._patch.stop()
+
+
 @pytest.mark.postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_a_report_on_a_new_item_during_a_rebuild_keeps_its_counter() -> None:
@@ -117,34 +169,9 @@ def test_a_report_on_a_new_item_during_a_rebuild_keeps_its_counter() -> None:
     )
     first, second = tokens(2)
     services.feedback_record(scope_id=SCOPE, items=[services.FeedbackItem(old, "used")], token=first)
-    read, go = threading.Event(), threading.Event()
-    real = services.expected_counters
-    outcomes: dict[str, Any] = {}
 
-    def held_after_reading(scope_id: str, targets: Any = None) -> Any:
-        figures = real(scope_id, targets)
-        if threading.current_thread().name == "rebuild":
-            read.set()
-            assert go.wait(timeout=30)
-        return figures
-
-    def run(name: str, work: Any) -> threading.Thread:
-        def body() -> None:
-            try:
-                outcomes[name] = work()
-            except BaseException as exc:  # asserted below
-                outcomes[name] = exc
-            finally:
-                connections.close_all()
-
-        thread = threading.Thread(target=body, name=name)
-        thread.start()
-        return thread
-
-    with mock.patch.object(services, "expected_counters", held_after_reading):
-        rebuild = run("rebuild", lambda: services.counters_rebuild(scope_id=SCOPE))
-        assert read.wait(timeout=30)
-        report = run(
+    with RebuildHeld() as held:
+        report = held.run(
             "report",
             lambda: services.feedback_record(
                 scope_id=SCOPE, items=[services.FeedbackItem(new, "used")], token=second
@@ -152,11 +179,29 @@ def test_a_report_on_a_new_item_during_a_rebuild_keeps_its_counter() -> None:
         )
         while report.is_alive() and not _blocked_on_a_lock():
             report.join(timeout=0.02)
-        go.set()
-        for thread in (rebuild, report):
-            thread.join(timeout=60)
-            assert not thread.is_alive(), "a writer hung"
+        held.release()
 
-    assert not [r for r in outcomes.values() if isinstance(r, BaseException)], outcomes
+    assert not [r for r in held.outcomes.values() if isinstance(r, BaseException)], held.outcomes
     assert services.counters_verify(scope_id=SCOPE).ok
     assert sorted(FeedbackCounter.objects.values_list("uses", flat=True)) == [1, 1]
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_report_held_by_a_rebuild_past_the_lock_timeout_is_a_503_and_writes_nothing() -> None:
+    cited = citation(memory_remember(scope_id=SCOPE, kind="note", text="The port is 6543."))
+    api = Api(Client())
+    body = {"scope_id": SCOPE, "items": [{"citation": cited, "outcome": "used"}]}
+    with connection.cursor() as cursor:  # this session only (the test client's requests)
+        cursor.execute("SET lock_timeout = 200")
+
+    with RebuildHeld() as held:
+        refused = api.post("/v1/context/feedback", body)
+        held.release()
+
+    assert refused.status_code == 503, refused.content
+    assert refused.json()["error"]["code"] == "runtime_not_ready"
+    assert "Retry-After" in refused.headers
+    assert not Feedback.objects.exists()
+    assert api.post("/v1/context/feedback", body).status_code == 200
+    assert services.counters_verify(scope_id=SCOPE).ok
