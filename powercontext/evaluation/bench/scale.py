@@ -18,6 +18,7 @@ from django.db import transaction
 from powercontext.core.models import MemoryEntryVector, MemoryMembership
 from powercontext.evaluation.bench.common import Corpus, load_average, percentile
 from powercontext.evaluation.bench.http import timed_prepares
+from powercontext.evaluation.bench.scope_copy import copy_scope
 from powercontext.memory.services import NewEntry, memory_apply_changes
 from powercontext.search.vectors import embedding, pending
 
@@ -233,17 +234,20 @@ def active_entries(scope_id: str) -> int:
     )
 
 
-def fleet(scopes: int, entries: int, out: Callable[[str], None]) -> list[str]:
+def fleet(scopes: int, entries: int, out: Callable[[str], None], copies: bool = False) -> list[str]:
     """``scopes`` scopes (``scale-fleet-0`` …) of ``entries`` notes each, embedded: a scope that
     already has them (an earlier run on the same database) is kept as it is, so the fleet is
-    built once and measured against several servers."""
+    built once and measured against several servers. With ``copies`` (PostgreSQL), every empty
+    scope after the first is a copy of the first (``scope_copy``: minutes instead of hours)."""
     corpus = Corpus(seed=335)
     names = [FLEET_SCOPE.format(index) for index in range(scopes)]
     started = time.perf_counter()
-    for name in names:
-        missing = entries - active_entries(name)
-        if missing > 0:
-            seed(name, missing, corpus)
+    for index, name in enumerate(names):
+        held = active_entries(name)
+        if copies and index and held == 0:
+            copy_scope(names[0], name)
+        elif entries > held:
+            seed(name, entries - held, corpus)
     for name in names:
         if embedding.embedder() is not None and not pending.wait_until_embedded(name, 4 * 3600):
             raise RuntimeError("the embedder did not catch up")

@@ -22,7 +22,9 @@ this process's environment): ``--scopes`` scopes (``scale-fleet-…``) of ``--fl
 notes, seeded and embedded once (kept for the next run on the same database); then prepare on a
 cold (evicted) scope and on a warm one, one client, ``--samples`` each (p50 / p95, evictions per
 cold request from ``/metrics``), ``--clients`` asking all scopes for ``--seconds``, and each
-worker's resident memory now and at its peak, with the bytes the caches hold.
+worker's resident memory now and at its peak, with the bytes the caches hold. With
+``--fleet-copies`` (PostgreSQL) only the first scope is seeded and embedded; the others are SQL
+copies of it (``powercontext.evaluation.bench.scope_copy``), so 1,000 scopes take minutes.
 
 Writes fresh scopes (``scale-…``): use a throwaway database (scripts/bench.sh's way: migrate,
 flush, then run with ``CELERY_BROKER_URL`` unset so that the embedder is this process's thread).
@@ -70,6 +72,11 @@ class Command(BaseCommand):
             "--fleet-entries", type=int, default=1000, help="fleet section: entries per scope"
         )
         parser.add_argument(
+            "--fleet-copies",
+            action="store_true",
+            help="fleet section (PostgreSQL): scopes after the first are SQL copies of it",
+        )
+        parser.add_argument(
             "--server-pid", type=int, help="fleet section: the gunicorn master's pid (memory)"
         )
         parser.add_argument("--json", dest="json_path", help="also write results to this file")
@@ -95,9 +102,13 @@ class Command(BaseCommand):
         if "fleet" in sections:
             if not options["url"]:
                 raise CommandError("--sections fleet needs --url")
+            if options["fleet_copies"] and connection.vendor != "postgresql":
+                raise CommandError("--fleet-copies is written for PostgreSQL")
             if not settings.POWERCONTEXT_OPERATOR_TOKEN:
                 raise CommandError("--sections fleet reads /metrics: set POWERCONTEXT_OPERATOR_TOKEN")
-            names = fleet(options["scopes"], options["fleet_entries"], self.stdout.write)
+            names = fleet(
+                options["scopes"], options["fleet_entries"], self.stdout.write, copies=options["fleet_copies"]
+            )
             results["fleet"] = bench_fleet(
                 options["url"].rstrip("/"),
                 names,

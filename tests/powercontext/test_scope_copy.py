@@ -1,0 +1,88 @@
+"""The fleet benchmark's scope copy (``evaluation.bench.scope_copy``, PostgreSQL): the copy has
+rows of its own that the index verification accepts and every search mode finds."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from powercontext.core.models import (
+    MemoryEntryVector,
+    MemoryEntryVersion,
+    MemoryMembership,
+    MemorySearchDocument,
+)
+from powercontext.evaluation.bench.scope_copy import CopyRefused, copy_scope
+from powercontext.memory import selectors
+from powercontext.memory.services import memory_revise
+from powercontext.search.vectors import pending
+from tests.powercontext.factories import citation_of, make_memory
+
+SOURCE, TARGET = "copy-source", "copy-target"
+MODELS = (MemoryMembership, MemoryEntryVersion, MemoryEntryVector, MemorySearchDocument)
+
+
+def rows(scope_id: str) -> dict[str, int]:
+    return {model.__name__: model.objects.filter(scope_id=scope_id).count() for model in MODELS}
+
+
+def verify(scope_id: str) -> dict[str, Any]:
+    out = io.StringIO()
+    call_command("rebuild_search_index", "--verify-only", "--scope", scope_id, stdout=out)
+    return dict(json.loads(out.getvalue().strip().splitlines()[-1]))
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_copied_scope_has_its_own_rows_and_searches_like_its_source(embeddings: Any) -> None:
+    ledger = make_memory(SOURCE, "The harbour ledger is backed up nightly with pg_dump.")
+    memory_revise(
+        scope_id=SOURCE,
+        citation=citation_of(ledger),
+        kind="note",
+        text="The harbour ledger is backed up every night with pg_dump and restored weekly.",
+    )
+    make_memory(SOURCE, "Deploys run on Fridays after the release review.")
+    assert pending.wait_until_embedded(SOURCE, 60)
+    before = rows(SOURCE)
+
+    copied = copy_scope(SOURCE, TARGET)
+
+    assert copied == before["MemoryMembership"] == 3  # a superseded membership, two open ones
+    assert rows(TARGET) == before and rows(SOURCE) == before
+    source_ids = set(MemoryMembership.objects.filter(scope_id=SOURCE).values_list("pk", flat=True))
+    assert source_ids.isdisjoint(
+        MemoryMembership.objects.filter(scope_id=TARGET).values_list("pk", flat=True)
+    )
+    report = verify(TARGET)
+    assert report["ok"] and report["checked"] == 2 and report["vectors"]["missing"] == 0, report
+    for mode in ("fts", "vector"):
+        found = selectors.memory_search(
+            scope_id=TARGET, query="when is the harbour ledger backed up", limit=1, mode=mode
+        )
+        original = selectors.memory_search(
+            scope_id=SOURCE, query="when is the harbour ledger backed up", limit=1, mode=mode
+        )
+        assert [hit.entry_version_id for hit in found.hits] == [
+            hit.entry_version_id for hit in original.hits
+        ], mode
+        assert found.hits and "restored weekly" in found.hits[0].text
+    with pytest.raises(CopyRefused):
+        copy_scope(SOURCE, TARGET)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_the_copy_and_the_fleet_option_say_they_are_for_postgresql() -> None:
+    make_memory(SOURCE, "The harbour ledger is backed up nightly with pg_dump.")
+
+    with pytest.raises(CopyRefused, match="PostgreSQL"):
+        copy_scope(SOURCE, TARGET)
+    with pytest.raises(CommandError, match="PostgreSQL"):
+        call_command("bench_scale", "--sections", "fleet", "--url", "http://127.0.0.1:9", "--fleet-copies")
+    assert not MemoryMembership.objects.filter(scope_id=TARGET).exists()
