@@ -94,7 +94,7 @@ def copy_scope(source: str, target: str) -> int:
     params = {
         "source": source,
         "target": target,
-        # A token is "k" + the scope's key + the term: the key never ends a token's prefix early.
+        # Every index token starts with "k" and the scope's key (``analyzer.index_token``).
         "source_key": "k" + scope_key(source),
         "target_key": "k" + scope_key(target),
     }
