@@ -237,7 +237,7 @@ def active_entries(scope_id: str) -> int:
 def fleet(scopes: int, entries: int, out: Callable[[str], None], copies: bool = False) -> list[str]:
     """``scopes`` scopes (``scale-fleet-0`` …) of ``entries`` notes each, embedded: a scope that
     already has them (an earlier run on the same database) is kept as it is, so the fleet is
-    built once and measured against several servers. With ``copies`` (PostgreSQL), every empty
+    built once and measured against several servers. With ``copies``, every empty
     scope after the first is a copy of the first (``scope_copy``: minutes instead of hours)."""
     corpus = Corpus(seed=335)
     names = [FLEET_SCOPE.format(index) for index in range(scopes)]

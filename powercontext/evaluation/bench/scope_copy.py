@@ -1,11 +1,12 @@
-"""A benchmark fleet built fast: a scope's Memory copied into another scope by SQL (PostgreSQL).
+"""A benchmark fleet built fast: a scope's Memory copied into another scope by SQL.
 
 The fleet benchmark (issue 35) asks 1,000 scopes of 1,000 notes; writing and embedding a
 million notes through the services takes hours on two cores (~90 vectors/s). ``copy_scope``
 gives the target scope its own rows of everything the source scope's Memory holds: the head and
 its revisions, entries, versions, memberships, vectors (the same bytes: the same texts embed
 alike) and full-text rows, whose scope-keyed tokens are rewritten for the target (the rows the
-product's own rebuild would write; ``rebuild_search_index --verify-only --scope`` agrees). Entry
+product's own rebuild would write; ``rebuild_search_index --verify-only --scope`` agrees; on
+SQLite the full-text table follows the inserted rows through its triggers). Entry
 and version ids are per scope, so they are kept. What the copies share with the source is their
 content, not their rows: every cold read, index scan and cache entry is the target's own.
 
@@ -42,17 +43,17 @@ _X = MemoryEntryVector._meta.db_table
 _SAME_VERSION = f"JOIN {_V} nv ON nv.scope_id = %(target)s AND nv.entry_version_id = ov.entry_version_id"
 
 _STATEMENTS = (
-    f"WITH heads AS (INSERT INTO {_A} (scope_id, family, artifact_id, current_revision, state,"
-    " searchable_text, analyzer_version, created_at, updated_at, recallable)"
+    f"INSERT INTO {_A} (scope_id, family, artifact_id, current_revision, state, searchable_text,"
+    " analyzer_version, created_at, updated_at, recallable)"
     " SELECT %(target)s, family, artifact_id, current_revision, state, searchable_text,"
     f" analyzer_version, created_at, updated_at, recallable FROM {_A}"
-    " WHERE scope_id = %(source)s AND family = 'memory' RETURNING id, family, artifact_id)"
-    f" INSERT INTO {_R} (scope_id, family, artifact_id, revision, parent_revision, content,"
+    " WHERE scope_id = %(source)s AND family = 'memory'",
+    f"INSERT INTO {_R} (scope_id, family, artifact_id, revision, parent_revision, content,"
     " source_refs, artifact_refs, created_at, created_by_id, head_id, searchable_text)"
     " SELECT %(target)s, r.family, r.artifact_id, r.revision, r.parent_revision, r.content,"
     " r.source_refs, r.artifact_refs, r.created_at, r.created_by_id, heads.id, r.searchable_text"
-    f" FROM {_R} r JOIN heads ON heads.family = r.family AND heads.artifact_id = r.artifact_id"
-    " WHERE r.scope_id = %(source)s",
+    f" FROM {_R} r JOIN {_A} heads ON heads.scope_id = %(target)s AND heads.family = r.family"
+    " AND heads.artifact_id = r.artifact_id WHERE r.scope_id = %(source)s AND r.family = 'memory'",
     f"INSERT INTO {_E} (scope_id, entry_id, created_revision, created_at)"
     f" SELECT %(target)s, entry_id, created_revision, created_at FROM {_E}"
     " WHERE scope_id = %(source)s ORDER BY id",
@@ -81,14 +82,12 @@ _STATEMENTS = (
 
 
 class CopyRefused(Exception):
-    """The copy cannot be made here (not PostgreSQL, or the target already has Memory)."""
+    """The target scope already has Memory."""
 
 
 @transaction.atomic(durable=True)
 def copy_scope(source: str, target: str) -> int:
     """Copy ``source``'s Memory into the empty scope ``target``; returns the memberships copied."""
-    if connection.vendor != "postgresql":
-        raise CopyRefused("copying scopes is written for PostgreSQL")
     if MemoryMembership.objects.filter(scope_id=target).exists():
         raise CopyRefused("the target scope already has Memory")
     params = {
@@ -99,9 +98,10 @@ def copy_scope(source: str, target: str) -> int:
         "target_key": "k" + scope_key(target),
     }
     with connection.cursor() as cursor:
-        # A new scope's rows are not in the planner's statistics yet (estimated at one row):
-        # nested loops over them would join every pair (~1 s per statement at 1,000 rows).
-        cursor.execute("SET LOCAL enable_nestloop = off")
+        if connection.vendor == "postgresql":
+            # A new scope's rows are not in the planner's statistics yet (estimated at one
+            # row): nested loops over them joined every pair (~1 s a statement at 1,000 rows).
+            cursor.execute("SET LOCAL enable_nestloop = off")
         for statement in _STATEMENTS:
             cursor.execute(statement, params)
     return MemoryMembership.objects.filter(scope_id=target).count()

@@ -23,7 +23,7 @@ notes, seeded and embedded once (kept for the next run on the same database); th
 cold (evicted) scope and on a warm one, one client, ``--samples`` each (p50 / p95, evictions per
 cold request from ``/metrics``), ``--clients`` asking all scopes for ``--seconds``, and each
 worker's resident memory now and at its peak, with the bytes the caches hold. With
-``--fleet-copies`` (PostgreSQL) only the first scope is seeded and embedded; the others are SQL
+``--fleet-copies`` only the first scope is seeded and embedded; the others are SQL
 copies of it (``powercontext.evaluation.bench.scope_copy``), so 1,000 scopes take minutes.
 
 Writes fresh scopes (``scale-…``): use a throwaway database (scripts/bench.sh's way: migrate,
@@ -74,7 +74,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--fleet-copies",
             action="store_true",
-            help="fleet section (PostgreSQL): scopes after the first are SQL copies of it",
+            help="fleet section: scopes after the first are SQL copies of it",
         )
         parser.add_argument(
             "--server-pid", type=int, help="fleet section: the gunicorn master's pid (memory)"
@@ -102,8 +102,6 @@ class Command(BaseCommand):
         if "fleet" in sections:
             if not options["url"]:
                 raise CommandError("--sections fleet needs --url")
-            if options["fleet_copies"] and connection.vendor != "postgresql":
-                raise CommandError("--fleet-copies is written for PostgreSQL")
             if not settings.POWERCONTEXT_OPERATOR_TOKEN:
                 raise CommandError("--sections fleet reads /metrics: set POWERCONTEXT_OPERATOR_TOKEN")
             names = fleet(
