@@ -242,15 +242,23 @@ def fleet(scopes: int, entries: int, out: Callable[[str], None], copies: bool = 
     corpus = Corpus(seed=335)
     names = [FLEET_SCOPE.format(index) for index in range(scopes)]
     started = time.perf_counter()
+
+    def embedded(name: str) -> None:
+        if embedding.embedder() is not None and not pending.wait_until_embedded(name, 4 * 3600):
+            raise RuntimeError("the embedder did not catch up")
+
+    source_embedded = False
     for index, name in enumerate(names):
         held = active_entries(name)
         if copies and index and held == 0:
+            if not source_embedded:  # copies carry the vectors the first scope has
+                embedded(names[0])
+                source_embedded = True
             copy_scope(names[0], name)
         elif entries > held:
             seed(name, entries - held, corpus)
     for name in names:
-        if embedding.embedder() is not None and not pending.wait_until_embedded(name, 4 * 3600):
-            raise RuntimeError("the embedder did not catch up")
+        embedded(name)
     out(str({"fleet_ready_seconds": round(time.perf_counter() - started, 1)}))
     return names
 
