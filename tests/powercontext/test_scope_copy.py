@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
@@ -16,6 +17,7 @@ from powercontext.core.models import (
     MemoryMembership,
     MemorySearchDocument,
 )
+from powercontext.evaluation.bench import scale
 from powercontext.evaluation.bench.scope_copy import CopyRefused, copy_scope
 from powercontext.memory import selectors
 from powercontext.memory.services import memory_revise
@@ -72,3 +74,31 @@ def test_a_copied_scope_has_its_own_rows_and_searches_like_its_source(embeddings
         assert found.hits and "restored weekly" in found.hits[0].text
     with pytest.raises(CopyRefused):
         copy_scope(SOURCE, TARGET)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fleet_of_copies_seeds_and_embeds_the_first_scope_and_copies_it(embeddings: Any) -> None:
+    said: list[str] = []
+    embedded: list[str] = []
+    real = type(embeddings).embed
+
+    def counted(self: Any, text: str) -> Any:
+        embedded.append(text)
+        return real(self, text)
+
+    with mock.patch.object(type(embeddings), "embed", counted):
+        names = scale.fleet(3, 4, said.append, copies=True)
+
+    assert len(embedded) == 4  # the first scope's notes: the copies carry its vectors
+
+    assert names == ["scale-fleet-0", "scale-fleet-1", "scale-fleet-2"]
+    texts = [
+        sorted(MemoryEntryVersion.objects.filter(scope_id=name).values_list("text", flat=True))
+        for name in names
+    ]
+    assert len(texts[0]) == 4 and texts[1] == texts[0] and texts[2] == texts[0]
+    assert [rows(name)["MemoryEntryVector"] for name in names] == [4, 4, 4]
+    assert said and "fleet_ready_seconds" in said[-1]
+    # A second run keeps the fleet as it is.
+    assert scale.fleet(3, 4, said.append, copies=True) == names
+    assert [rows(name) for name in names[1:]] == [rows(names[0])] * 2
