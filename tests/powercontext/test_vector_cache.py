@@ -139,21 +139,21 @@ def test_a_removed_vector_setting_still_in_the_environment_is_warned_about(
     assert "value-not-echoed" not in f"{found[0].msg} {found[0].hint}"
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.django_db
-def test_a_cold_scope_read_can_use_the_index_of_active_memberships() -> None:
+def test_a_cold_scope_read_uses_the_index_of_active_memberships_on_sqlite() -> None:
     """The whole-scope vector read names the conditions of ``membership_active`` (migration
-    0023): without it PostgreSQL scanned every scope's memberships. (The planner's choice on a
-    table this small is not the point; PostgreSQL is told to avoid sequential scans, SQLite
-    chooses by the query's shape.)"""
+    0023), and SQLite, which chooses by the query's shape, reads the scope through it. On
+    PostgreSQL the planner's choice depends on the tables' statistics: on a test database's
+    handful of rows it picks other indexes, so the plan there was checked on the benchmark's
+    database (docs/benchmarks.md: an index-only scan, 18.3 -> 2.5 ms), not here."""
     for scope in ("plan-a", "plan-b"):
         memory_scope(scope, 3)
-    sql = vector_inprocess._ACTIVE_VECTORS_SQL + " ORDER BY m.id"
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL enable_seqscan = off")
-            cursor.execute("EXPLAIN " + sql, ["plan-a", embedding.MODEL_ID])
-        else:
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, ["plan-a", embedding.MODEL_ID])
+        cursor.execute(
+            "EXPLAIN QUERY PLAN " + vector_inprocess._ACTIVE_VECTORS_SQL + " ORDER BY m.id",
+            ["plan-a", embedding.MODEL_ID],
+        )
         plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
 
-    assert "membership_active" in plan, plan
+    assert "SEARCH m USING INDEX membership_active" in plan, plan
