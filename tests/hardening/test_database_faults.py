@@ -184,7 +184,8 @@ LOADERS = 4
 THREADS = LOADERS + 2
 # The issue asks /health/live within 50 ms: measured and printed; the assertion leaves room for a
 # loaded, shared 2-core machine and still fails a probe queued behind a hung request (>= 2.5 s).
-LIVE_BOUND = 0.5
+# (0.5 s failed once in CI on a single stalled answer: 891.6 ms, 1 of 603, p90 4.0 ms.)
+LIVE_BOUND = 1.5
 ANSWER_BOUND = 3.0 + 0.5  # writes and reads: 503 within 3 s (POWERCONTEXT_DB_ANSWER_TIMEOUT_MS 2.5 s)
 READY_BOUND = 2.0 + 1.0  # as above: POWERCONTEXT_READY_TIMEOUT_MS=2000 and a margin
 
