@@ -56,11 +56,14 @@ def database(url: str, data_dir: Path) -> dict[str, Any]:
             {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": float(os.environ.get("POWERCONTEXT_SQLITE_TIMEOUT", "30")),
-                # A larger page cache and memory-mapped reads keep index pages hot between requests
-                # (the benchmark: p50 search at 100k entries 0.73 -> 0.39 ms on a cold connection).
+                # Memory-mapped reads keep index pages hot between requests (the benchmark: p50
+                # search at 100k entries 0.73 -> 0.39 ms on a cold connection). The page cache is
+                # per connection, so per serving thread: 8 MiB, not 64, kept each worker 70-130 MiB
+                # smaller after load at 100k with the same search, prepare and remember times
+                # (docs/benchmarks.md, "The SQLite page cache").
                 "init_command": (
                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                    f"PRAGMA cache_size=-{int(os.environ.get('POWERCONTEXT_SQLITE_CACHE_MB', '64')) * 1024}; "
+                    f"PRAGMA cache_size=-{int(os.environ.get('POWERCONTEXT_SQLITE_CACHE_MB', '8')) * 1024}; "
                     f"PRAGMA mmap_size={int(os.environ.get('POWERCONTEXT_SQLITE_MMAP_MB', '256')) * 1024 * 1024};"
                 ),
             }

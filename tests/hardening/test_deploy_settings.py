@@ -62,6 +62,25 @@ def test_the_database_checks_print_no_warning(tmp_path: Path) -> None:
     assert "System check identified no issues" in result.stdout
 
 
+PRINT_SQLITE_PRAGMAS = (
+    "import json, django; django.setup(); from django.db import connection; "
+    "cursor = connection.cursor(); "
+    "print(json.dumps([cursor.execute(f'PRAGMA {name}').fetchone()[0] "
+    "for name in ('cache_size', 'mmap_size', 'journal_mode')]))"
+)
+
+
+def test_each_sqlite_connection_gets_a_small_page_cache_and_a_mapped_window(tmp_path: Path) -> None:
+    # The page cache is per connection, so per serving thread; the mapped window is shared.
+    def pragmas(**variables: str) -> list[Any]:
+        result = run_python(PRINT_SQLITE_PRAGMAS, child_env(tmp_path, **variables))
+        assert result.returncode == 0, result.stderr
+        return list(json.loads(result.stdout))
+
+    assert pragmas() == [-8 * 1024, 256 * 1024 * 1024, "wal"]  # KiB (negative), bytes
+    assert pragmas(POWERCONTEXT_SQLITE_CACHE_MB="32", POWERCONTEXT_SQLITE_MMAP_MB="0") == [-32 * 1024, 0, "wal"]
+
+
 def test_the_embedded_default_is_plain_http(tmp_path: Path) -> None:
     # `make run` serves http://127.0.0.1:8000: secure-only cookies would break its login.
     assert deploy_settings(tmp_path) == {
