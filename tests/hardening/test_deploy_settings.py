@@ -78,7 +78,11 @@ def test_each_sqlite_connection_gets_a_small_page_cache_and_a_mapped_window(tmp_
         return list(json.loads(result.stdout))
 
     assert pragmas() == [-8 * 1024, 256 * 1024 * 1024, "wal"]  # KiB (negative), bytes
-    assert pragmas(POWERCONTEXT_SQLITE_CACHE_MB="32", POWERCONTEXT_SQLITE_MMAP_MB="0") == [-32 * 1024, 0, "wal"]
+    assert pragmas(POWERCONTEXT_SQLITE_CACHE_MB="32", POWERCONTEXT_SQLITE_MMAP_MB="0") == [
+        -32 * 1024,
+        0,
+        "wal",
+    ]
 
 
 def test_the_embedded_default_is_plain_http(tmp_path: Path) -> None:
