@@ -426,3 +426,47 @@ def test_threads_that_waited_for_a_read_the_database_failed_fail_at_once(
     # The next request reads normally.
     monkeypatch.setattr(vector_inprocess, "_load", read)
     assert len(vector_inprocess.memory_vectors("hung", embedding.MODEL_ID).membership_ids) == 1 + len(FILLER)
+
+
+def hit_reads(captured: Any) -> int:
+    """How many statements of ``captured`` read vector hits' rows (``queries._HITS_SQL``)."""
+    return sum(
+        1
+        for query in captured.captured_queries
+        if "a.current_revision" in query["sql"] and "v.text" in query["sql"] and "m.id IN" in query["sql"]
+    )
+
+
+def summary(rows: list[Any]) -> list[tuple[Any, ...]]:
+    return [(row.key, row.entry_version_id, row.text, row.revision, row.score) for row in rows]
+
+
+@pytest.mark.django_db
+def test_a_head_s_hit_rows_are_read_once_and_a_write_reads_them_again(embeddings: Any) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    mutations = seed()
+    with CaptureQueriesContext(connection) as first:
+        found = search.vector_search_memory("vec", PARAPHRASE, 4)
+    with CaptureQueriesContext(connection) as again:
+        repeated = search.vector_search_memory("vec", PARAPHRASE, 4)
+    with CaptureQueriesContext(connection) as wider:
+        deeper = search.vector_search_memory("vec", PARAPHRASE, 6)
+
+    assert hit_reads(first) == 1 and hit_reads(again) == 0  # the same head: nothing read again
+    assert summary(repeated) == summary(found) and texts(found)[0] == PAINTING
+    assert hit_reads(wider) == 1 and summary(deeper)[:4] == summary(found)  # only the two new rows
+    assert len({row.revision for row in deeper}) == 1
+
+    # A revision moves the head: its rows cite the new head, with the revised text.
+    revised = memory_services.memory_revise(
+        scope_id="vec",
+        citation=citation_of(mutations[0], at=mutations[-1].revision),
+        kind="note",
+        text="Ann painted the dawn over the lake in oils",
+    )
+    with CaptureQueriesContext(connection) as moved:
+        after = search.vector_search_memory("vec", PARAPHRASE, 6)
+    assert hit_reads(moved) == 1
+    assert {row.revision for row in after} == {revised.revision}
+    assert PAINTING not in texts(after) and "Ann painted the dawn over the lake in oils" in texts(after)

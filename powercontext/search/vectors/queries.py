@@ -9,13 +9,20 @@ vector yet are invisible to vector search only.
 Search is exact, ranked in process over a cached per-scope matrix (``vector_inprocess``; the
 one path on both databases: docs/decisions.md). Hits are then read by one statement that
 re-checks that each is still active in the head and reads the head revision, so all hits cite
-the revision the ranking saw.
+the revision the ranking saw. The rows read are kept for that revision (``_HeadRows``, in the
+vector cache under its bound): a membership's entry, version and text never change, so while
+the head stays at the revision the ranking saw, a hit read before is not read again.
 
 Experience: one ``ExperienceVector`` per recallable head at its current revision (written by the
 same paths). Hybrid search and prepare fuse these rankings with full text (``ranking``).
 """
 
 from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection
 
@@ -24,6 +31,7 @@ from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import Artifact, MemoryEntry, MemoryEntryVersion, MemoryMembership
 from powercontext.search.fulltext.queries import memory_hit
 from powercontext.search.vectors import embedding, vector_inprocess
+from powercontext.search.vectors.vector_cache import ScopeLRU
 
 _HITS_SQL = (
     f"SELECT m.id, e.entry_id, v.entry_version_id, v.text, a.current_revision"
@@ -40,19 +48,63 @@ _HITS_SQL = (
 )
 
 
-def _read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit]:
-    """The hits' rows, in ``ranked`` order, read by one statement (one head revision)."""
+@dataclass
+class _HeadRows:
+    """The hit rows (``_HITS_SQL``'s columns) read so far of one scope's head at ``revision``, by
+    membership id. ``rows`` only grows, under ``_rows_lock``; ``size`` counts its bytes (roughly)."""
+
+    revision: int
+    rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    size: int = 0
+
+
+_head_rows: ScopeLRU[_HeadRows] = ScopeLRU("rows", lambda held: held.size)
+_rows_lock = threading.Lock()
+
+
+def _row_size(row: tuple[Any, ...]) -> int:
+    return sys.getsizeof(row) + sys.getsizeof(row[3]) + 200  # the tuple, its text, the rest
+
+
+def _read_hits(
+    scope_id: str, ranked: list[tuple[int, float]], revision: int | None = None
+) -> list[MemoryHit]:
+    """The hits' rows, in ``ranked`` order, read by one statement (one head revision). With the
+    ``revision`` the ranking saw, rows kept for it are not read again, and the rows read citing
+    it are kept."""
     if not ranked:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _HITS_SQL.format(ids=", ".join(["%s"] * len(ranked))),
-            [scope_id, scope_id, *[pk for pk, _ in ranked]],
-        )
-        found = {row[0]: row for row in cursor.fetchall()}
+    held = _head_rows.get(scope_id) if revision is not None else None
+    if held is not None and held.revision != revision:
+        held = None
+    with _rows_lock:
+        found = {pk: held.rows[pk] for pk, _ in ranked if pk in held.rows} if held is not None else {}
+    wanted = [pk for pk, _ in ranked if pk not in found]
+    if wanted:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _HITS_SQL.format(ids=", ".join(["%s"] * len(wanted))), [scope_id, scope_id, *wanted]
+            )
+            read = {row[0]: tuple(row) for row in cursor.fetchall()}
+        found.update(read)
+        fresh = {pk: row for pk, row in read.items() if row[4] == revision}
+        if revision is not None and fresh:
+            _keep_rows(scope_id, revision, held, fresh)
     return [
         memory_hit(*found[pk], score=score, matched_by=("vector",)) for pk, score in ranked if pk in found
     ]
+
+
+def _keep_rows(
+    scope_id: str, revision: int, held: _HeadRows | None, fresh: dict[int, tuple[Any, ...]]
+) -> None:
+    if held is None:
+        held = _HeadRows(revision)
+    with _rows_lock:
+        added = {pk: row for pk, row in fresh.items() if pk not in held.rows}
+        held.rows.update(added)
+        held.size += sum(_row_size(row) for row in added.values())
+    _head_rows.put(scope_id, held)
 
 
 def read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit]:
@@ -74,7 +126,7 @@ def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHi
         if ranking is None or not ranking[1]:
             return []
         revision, ranked = ranking
-        rows = _read_hits(scope_id, ranked)
+        rows = _read_hits(scope_id, ranked, revision)
         if all(row.revision == revision for row in rows) and len(rows) == len(ranked):
             return rows
     return [row for row in rows if row.revision == rows[0].revision] if rows else []
