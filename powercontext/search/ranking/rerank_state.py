@@ -2,8 +2,9 @@
 
 Per scope, for one head revision: the active membership ids in order (the neighbours), and,
 filled as calls ask for them, the full-text index rows read (a membership's row never changes
-while it is active), the document frequencies of the terms asked for and the hits read (rows
-of entries found by neither ranking). A call citing another revision starts afresh, so a write
+while it is active) and the document frequencies of the terms asked for; the hits read (rows of
+entries found by neither ranking) go with the vector hits' rows of the same revision
+(``vectors.queries.keep_rows``). A call citing another revision starts afresh, so a write
 (which moves the head) never serves what an earlier head held. Entries live in the vector cache
 (``vector_cache``: one bound in bytes with the vectors, least recently used scopes first;
 cleared with it), so a warm call reads only the frequencies of terms new to the head.
@@ -25,6 +26,7 @@ from powercontext.search.fulltext import analyzer, bm25
 from powercontext.search.fulltext.engines import engine
 from powercontext.search.fulltext.indexes import MEMORY_INDEX
 from powercontext.search.fulltext.queries import memory_hit
+from powercontext.search.vectors import queries
 from powercontext.search.vectors.vector_cache import ScopeLRU
 
 if TYPE_CHECKING:
@@ -62,15 +64,14 @@ Document = tuple[int, str]  # an index row: (length in terms, stored terms)
 @dataclass
 class Head:
     """One scope's head at ``revision``: its active membership ids, ascending (a membership's
-    place in them is its position), and what calls have read of it so far. ``docs``,
-    ``frequencies`` and ``rows`` only grow, under ``_lock``; ``size`` counts their bytes (roughly)
-    with the ids'."""
+    place in them is its position), and what calls have read of it so far. ``docs`` and
+    ``frequencies`` only grow, under ``_lock``; ``size`` counts their bytes (roughly) with the
+    ids'. The hits read are kept with the vector hits' rows (``vectors.queries.keep_rows``)."""
 
     revision: int
     ids: np.ndarray[Any, np.dtype[np.int64]]
     docs: dict[int, Document] = field(default_factory=dict)  # membership id -> (length, terms)
     frequencies: dict[str, int] = field(default_factory=dict)  # index term -> documents holding it
-    rows: dict[int, MemoryHit] = field(default_factory=dict)  # hits read citing ``revision``
     size: int = 0
 
 
@@ -123,28 +124,24 @@ def read_rows(
 ) -> tuple[list[MemoryHit], dict[int, Document | None]]:
     """The hits of those ``membership_ids`` active in the scope's current head (``read_hits``'s:
     score 0, channel "vector", citing the head revision read), and the index rows (None: none)
-    of the ``index_ids`` that ``known`` does not hold; what ``known`` lacks is read by one
-    statement and kept (hits citing its revision)."""
-    with _lock:
-        cached = (
-            {pk: known.rows[pk] for pk in membership_ids if pk in known.rows} if known is not None else {}
-        )
+    of the ``index_ids`` that ``known`` does not hold; what is not kept (hit rows: with the
+    vector hits' rows of ``known``'s revision, ``vectors.queries.kept_rows``; index rows: in
+    ``known``) is read by one statement and kept."""
+    cached = queries.kept_rows(scope_id, known.revision, membership_ids) if known is not None else {}
+    kept = [memory_hit(*row, score=0.0, matched_by=("vector",)) for row in cached.values()]
     wanted = [pk for pk in membership_ids if pk not in cached]
     wanted += [pk for pk in index_ids if not holds(known, pk) and pk not in cached and pk not in wanted]
     if not wanted:
-        return list(cached.values()), {}
+        return kept, {}
     with connection.cursor() as cursor:
         cursor.execute(_ROWS_SQL.format(ids=", ".join(["%s"] * len(wanted))), [*wanted, scope_id])
         found = cursor.fetchall()
     hits = [memory_hit(*row[:5], score=0.0, matched_by=("vector",)) for row in found]
     docs = {int(row[0]): (int(row[5]), str(row[6])) if row[5] is not None else None for row in found}
     if known is not None:
-        fresh = {hit.key: hit for hit in hits if hit.revision == known.revision and hit.key not in known.rows}
-        with _lock:
-            known.rows.update(fresh)
-        _grown(scope_id, known, sum(sys.getsizeof(hit.text) + 400 for hit in fresh.values()))
+        queries.keep_rows(scope_id, known.revision, {int(row[0]): tuple(row[:5]) for row in found})
     _keep(scope_id, known, {pk: doc for pk, doc in docs.items() if doc is not None and not holds(known, pk)})
-    return [*cached.values(), *hits], docs
+    return [*kept, *hits], docs
 
 
 def index_counts(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,27 @@ def _read_hits(
     return [
         memory_hit(*found[pk], score=score, matched_by=("vector",)) for pk, score in ranked if pk in found
     ]
+
+
+def kept_rows(scope_id: str, revision: int, ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """The rows (``_HITS_SQL``'s columns) kept for the scope's head at ``revision``, of those of
+    ``ids`` that are kept."""
+    held = _head_rows.get(scope_id)
+    if held is None or held.revision != revision:
+        return {}
+    with _rows_lock:
+        return {pk: held.rows[pk] for pk in ids if pk in held.rows}
+
+
+def keep_rows(scope_id: str, revision: int, rows: dict[int, tuple[Any, ...]]) -> None:
+    """Keep hit rows read citing the scope's head at ``revision`` (``_HITS_SQL``'s columns; rows
+    citing another revision are not kept)."""
+    held = _head_rows.get(scope_id)
+    fresh = {pk: row for pk, row in rows.items() if row[4] == revision}
+    if fresh:
+        _keep_rows(
+            scope_id, revision, held if held is not None and held.revision == revision else None, fresh
+        )
 
 
 def _keep_rows(
