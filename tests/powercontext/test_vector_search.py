@@ -470,3 +470,23 @@ def test_a_head_s_hit_rows_are_read_once_and_a_write_reads_them_again(embeddings
     assert hit_reads(moved) == 1
     assert {row.revision for row in after} == {revised.revision}
     assert PAINTING not in texts(after) and "Ann painted the dawn over the lake in oils" in texts(after)
+
+
+@pytest.mark.django_db
+def test_the_rows_kept_per_head_are_bounded(embeddings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from powercontext.search.vectors import queries
+
+    monkeypatch.setattr(queries, "ROWS_KEPT", 3)
+    seed()
+    ranked = search.vector_search_memory("vec", PARAPHRASE, 6)
+    kept = queries._head_rows.get("vec")
+    assert kept is not None and len(kept.rows) == 3 and set(kept.rows) < {row.key for row in ranked}
+
+    with CaptureQueriesContext(connection) as captured:
+        again = search.vector_search_memory("vec", PARAPHRASE, 6)
+    assert hit_reads(captured) == 1 and summary(again) == summary(ranked)
+    kept = queries._head_rows.get("vec")
+    assert kept is not None and len(kept.rows) == 3
+    assert kept.size == sum(queries._row_size(row) for row in kept.rows.values())

@@ -10,8 +10,9 @@ Search is exact, ranked in process over a cached per-scope matrix (``vector_inpr
 one path on both databases: docs/decisions.md). Hits are then read by one statement that
 re-checks that each is still active in the head and reads the head revision, so all hits cite
 the revision the ranking saw. The rows read are kept for that revision (``_HeadRows``, in the
-vector cache under its bound): a membership's entry, version and text never change, so while
-the head stays at the revision the ranking saw, a hit read before is not read again.
+vector cache under its bound; at most ``ROWS_KEPT`` a scope): a membership's entry, version and
+text never change, so while the head stays at the revision the ranking saw, a hit read before
+is not read again.
 
 Experience: one ``ExperienceVector`` per recallable head at its current revision (written by the
 same paths). Hybrid search and prepare fuse these rankings with full text (``ranking``).
@@ -52,13 +53,17 @@ _HITS_SQL = (
 @dataclass
 class _HeadRows:
     """The hit rows (``_HITS_SQL``'s columns) read so far of one scope's head at ``revision``, by
-    membership id. ``rows`` only grows, under ``_rows_lock``; ``size`` counts its bytes (roughly)."""
+    membership id, at most ``ROWS_KEPT`` (the first kept go first), under ``_rows_lock``;
+    ``size`` counts their bytes (roughly)."""
 
     revision: int
     rows: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     size: int = 0
 
 
+# Rows kept per scope: a small scope's whole head, a large one's most recent hits (~1 KiB a row:
+# without a bound, a 100k scope's rows would grow towards 100 MB and push its own matrix out).
+ROWS_KEPT = 4096
 _head_rows: ScopeLRU[_HeadRows] = ScopeLRU("rows", lambda held: held.size)
 _rows_lock = threading.Lock()
 
@@ -126,6 +131,8 @@ def _keep_rows(
         added = {pk: row for pk, row in fresh.items() if pk not in held.rows}
         held.rows.update(added)
         held.size += sum(_row_size(row) for row in added.values())
+        while len(held.rows) > ROWS_KEPT:
+            held.size -= _row_size(held.rows.pop(next(iter(held.rows))))
     _head_rows.put(scope_id, held)
 
 
