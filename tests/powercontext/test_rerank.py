@@ -5,6 +5,7 @@ nothing kept for the earlier one is used. Runs on both databases."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -216,3 +217,33 @@ def test_a_write_moves_the_head_and_what_was_kept_for_the_earlier_one_is_not_use
     got, want = ranked()
     assert got == [pytest.approx(row) for row in want]
     assert rerank_state.head("moved", revision) is None  # the head moved on
+
+
+@pytest.mark.django_db
+def test_the_index_rows_kept_per_head_are_bounded_and_the_ranking_stays_the_same(
+    embeddings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for text in CHAT:
+        memory_remember(scope_id="bounded", kind="conversation", text=text)
+    query = "Which lake did they swim in?"
+
+    def ranked() -> list[tuple[Any, ...]]:
+        lexical, semantic, _ = fusion.one_head_rankings(
+            "bounded", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
+        )
+        rows = rerank.rank_memory("bounded", query, lexical, semantic or [], 32)
+        return [(row.key, row.score, row.similarity, row.lexical_share) for row in rows]
+
+    unbounded = ranked()
+    rerank.clear_cache()
+    monkeypatch.setattr(rerank_state, "DOCS_KEPT", 2)
+    assert ranked() == unbounded and ranked() == unbounded  # the second call with rows dropped
+
+    kept = rerank_state.head("bounded", len(CHAT))
+    assert kept is not None and len(kept.docs) == 2
+    assert kept.size == (  # what ``head``, ``_keep`` and ``figures`` count, dropped rows not
+        kept.ids.nbytes
+        + sys.getsizeof(kept.revision)
+        + sum(rerank_state._doc_size(doc) for doc in kept.docs.values())
+        + sum(sys.getsizeof(term) + 100 for term in kept.frequencies)
+    )

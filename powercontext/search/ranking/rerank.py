@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.ranking import fusion, relevance, rerank_state
-from powercontext.search.vectors import embedding, vector_inprocess
+from powercontext.search.vectors import embedding, queries, vector_inprocess
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,7 +64,9 @@ _SPEAKER = re.compile(r"\s*([^\s:][^:\n]{0,40}):\s")
 
 
 def clear_cache() -> None:
+    """Forget what ranking keeps per head: the ranking state and the hits' rows."""
     rerank_state.clear_cache()
+    queries.clear_rows()
 
 
 def _positions(ids: np.ndarray[Any, Any], keys: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

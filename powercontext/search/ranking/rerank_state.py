@@ -59,14 +59,18 @@ _ROWS_SQL = (
 )
 
 Document = tuple[int, str]  # an index row: (length in terms, stored terms)
+# Index rows kept per head: a small scope's all, a large one's most recent (~0.5 KiB a row: a
+# 100k scope's would otherwise grow towards 50 MB and push its own matrix out of the cache).
+DOCS_KEPT = 16384
 
 
 @dataclass
 class Head:
     """One scope's head at ``revision``: its active membership ids, ascending (a membership's
-    place in them is its position), and what calls have read of it so far. ``docs`` and
-    ``frequencies`` only grow, under ``_lock``; ``size`` counts their bytes (roughly) with the
-    ids'. The hits read are kept with the vector hits' rows (``vectors.queries.keep_rows``)."""
+    place in them is its position), and what calls have read of it so far: ``docs`` (at most
+    ``DOCS_KEPT``) and ``frequencies``, kept under ``_lock``; ``size`` counts their bytes
+    (roughly) with the ids'. The hits read are kept with the vector hits' rows
+    (``vectors.queries.keep_rows``)."""
 
     revision: int
     ids: np.ndarray[Any, np.dtype[np.int64]]
@@ -112,11 +116,20 @@ def holds(known: Head | None, pk: int) -> bool:
     return known is not None and pk in known.docs
 
 
+def _doc_size(doc: Document) -> int:
+    return sys.getsizeof(doc[1]) + 100
+
+
 def _keep(scope_id: str, known: Head | None, read: dict[int, Document]) -> None:
+    """Keep index rows in ``known``: at most ``DOCS_KEPT``, the first kept going first."""
     if known is not None and read:
         with _lock:
-            known.docs.update(read)
-        _grown(scope_id, known, sum(sys.getsizeof(stored) + 100 for _, stored in read.values()))
+            added = {pk: doc for pk, doc in read.items() if pk not in known.docs}
+            known.docs.update(added)
+            change = sum(_doc_size(doc) for doc in added.values())
+            while len(known.docs) > DOCS_KEPT:
+                change -= _doc_size(known.docs.pop(next(iter(known.docs))))
+        _grown(scope_id, known, change)
 
 
 def read_rows(

@@ -68,6 +68,11 @@ _head_rows: ScopeLRU[_HeadRows] = ScopeLRU("rows", lambda held: held.size)
 _rows_lock = threading.Lock()
 
 
+def clear_rows() -> None:
+    """Forget every scope's kept rows (the rest of the vector cache stays)."""
+    _head_rows.clear()
+
+
 def _row_size(row: tuple[Any, ...]) -> int:
     return sys.getsizeof(row) + sys.getsizeof(row[3]) + 200  # the tuple, its text, the rest
 
