@@ -85,11 +85,7 @@ def _read_hits(
     it are kept."""
     if not ranked:
         return []
-    held = _head_rows.get(scope_id) if revision is not None else None
-    if held is not None and held.revision != revision:
-        held = None
-    with _rows_lock:
-        found = {pk: held.rows[pk] for pk, _ in ranked if pk in held.rows} if held is not None else {}
+    found = kept_rows(scope_id, revision, [pk for pk, _ in ranked]) if revision is not None else {}
     wanted = [pk for pk, _ in ranked if pk not in found]
     if wanted:
         with connection.cursor() as cursor:
@@ -98,9 +94,8 @@ def _read_hits(
             )
             read = {row[0]: tuple(row) for row in cursor.fetchall()}
         found.update(read)
-        fresh = {pk: row for pk, row in read.items() if row[4] == revision}
-        if revision is not None and fresh:
-            _keep_rows(scope_id, revision, held, fresh)
+        if revision is not None:
+            keep_rows(scope_id, revision, read)
     return [
         memory_hit(*found[pk], score=score, matched_by=("vector",)) for pk, score in ranked if pk in found
     ]
@@ -118,19 +113,12 @@ def kept_rows(scope_id: str, revision: int, ids: Sequence[int]) -> dict[int, tup
 
 def keep_rows(scope_id: str, revision: int, rows: dict[int, tuple[Any, ...]]) -> None:
     """Keep hit rows read citing the scope's head at ``revision`` (``_HITS_SQL``'s columns; rows
-    citing another revision are not kept)."""
-    held = _head_rows.get(scope_id)
+    citing another revision are not kept), at most ``ROWS_KEPT``, the first kept going first."""
     fresh = {pk: row for pk, row in rows.items() if row[4] == revision}
-    if fresh:
-        _keep_rows(
-            scope_id, revision, held if held is not None and held.revision == revision else None, fresh
-        )
-
-
-def _keep_rows(
-    scope_id: str, revision: int, held: _HeadRows | None, fresh: dict[int, tuple[Any, ...]]
-) -> None:
-    if held is None:
+    if not fresh:
+        return
+    held = _head_rows.get(scope_id)
+    if held is None or held.revision != revision:
         held = _HeadRows(revision)
     with _rows_lock:
         added = {pk: row for pk, row in fresh.items() if pk not in held.rows}
