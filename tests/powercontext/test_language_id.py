@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from powercontext.evaluation import note_sets
-from powercontext.search.fulltext import language_id, languages
+from powercontext.search.fulltext import analyzer, language_id, languages
 from powercontext.search.ranking import relevance
 from powercontext.search.vectors import embedding
 
@@ -87,6 +87,6 @@ def test_a_long_text_is_told_by_its_head_and_every_caller_reads_one_answer() -> 
 
 
 def test_stop_words_follow_the_told_language() -> None:
-    assert "la" in languages.stop_words("fr") and "la" not in languages.stop_words(languages.ENGLISH)
-    assert languages.ENGLISH_STOP_WORDS <= languages.stop_words("de")
-    assert languages.stop_words("xx") == languages.ENGLISH_STOP_WORDS
+    assert "la" in analyzer.stop_words("fr") and "la" not in analyzer.stop_words(languages.ENGLISH)
+    assert languages.ENGLISH_STOP_WORDS <= analyzer.stop_words("de")
+    assert analyzer.stop_words("xx") == languages.ENGLISH_STOP_WORDS

@@ -96,7 +96,7 @@ def test_russian_prompts_too(embeddings: Any) -> None:
         memory_remember(scope_id="eng-ru", kind="note", text=note)
 
     # Words alone decide, without Russian function words: "как" in "Привет, как дела?" is not a
-    # topic, though it is rare in four notes (languages.FUNCTION_WORDS).
+    # topic, though it is rare in four notes (analyzer.stop_words).
     for unrelated in ("Как испечь хлеб на закваске?", "Какая столица Монголии?", "Привет, как дела?"):
         assert cited_texts("eng-ru", unrelated) == [], unrelated
     assert cited_texts("eng-ru", "Какой брокер использует Celery?") == notes_with(notes, "Celery")

@@ -48,7 +48,7 @@ from functools import lru_cache
 import snowballstemmer
 from snowballstemmer import EnglishStemmer
 
-from powercontext.search.fulltext.languages import ENGLISH, ENGLISH_STOP_WORDS, stop_words
+from powercontext.search.fulltext.languages import ENGLISH, ENGLISH_STOP_WORDS, common_words
 
 ANALYZER_VERSION = 1
 # The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
@@ -249,6 +249,15 @@ _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 
 @lru_cache(maxsize=64)
+def stop_words(language: str) -> frozenset[str]:
+    """The words a query in ``language`` (``language_id.identify``) searches without: English
+    function words, and its own language's common words (``languages.common_words``: by their
+    general frequency), those the analyzer reads as one term ("c'est" is two, each common)."""
+    own = frozenset(word for word in common_words(language) if analyze(word) == [word])
+    return ENGLISH_STOP_WORDS | own
+
+
+@lru_cache(maxsize=64)
 def _stop_stems(language: str) -> frozenset[str]:
     """The stems of ``language``'s own stop words (none where Snowball lacks the language)."""
     if language not in STEMMERS:
@@ -258,7 +267,7 @@ def _stop_stems(language: str) -> frozenset[str]:
 
 def content_words(words: Sequence[str], language: str = ENGLISH) -> list[str]:
     """The words of a query (``analyze``) that are not stop words of ``language`` (English's and
-    its own, ``languages.stop_words``), nor share a stem in ``language`` with one of its own."""
+    its own, ``stop_words``), nor share a stem in ``language`` with one of its own."""
     stop, stems = stop_words(language), _stop_stems(language)
     return [word for word in words if word not in stop and language_term(word, language) not in stems]
 

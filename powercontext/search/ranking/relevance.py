@@ -120,8 +120,10 @@ def query_floor(query: str) -> QueryFloor:
 def content_terms(query: str) -> list[analyzer.Group]:
     """The query's words without stop words, each as its forms (``analyzer.query_groups``),
     unique, in order (none: only stop words, no lexical evidence)."""
-    words = analyzer.analyze(query)
-    language = language_id.identify(query)
+    return _content_terms(analyzer.analyze(query), language_id.identify(query))
+
+
+def _content_terms(words: Sequence[str], language: str) -> list[analyzer.Group]:
     return analyzer.query_groups(words, language) if analyzer.content_words(words, language) else []
 
 
@@ -132,6 +134,29 @@ def term_weights(
     if not groups:
         return {}
     return bm25.idf_weights(bm25.scope_figures(index, scope_id, analyzer.forms(groups)), groups)
+
+
+def rarity_weighted(
+    weights: dict[analyzer.Group, float], words: Sequence[str], language: str
+) -> dict[analyzer.Group, float]:
+    """``weights`` (a query's IDF weights in the scope) scaled by how rare each word is in
+    general use of the query's ``language`` (``languages.rarity``): in a small scope every word is
+    rare, so without it one shared everyday word ("natten", "libro") made a topic. A group takes
+    the rarest of the query's words that share its stem. English queries keep their weights."""
+    if language == languages.ENGLISH or not weights:
+        return weights
+    rarest: dict[str, float] = {}
+    for word in words:
+        key = analyzer.language_term(word, language)
+        rarest[key] = max(rarest.get(key, 0.0), languages.rarity(word, language))
+    return {group: weight * rarest.get(group[0], 1.0) for group, weight in weights.items()}
+
+
+def query_weights(index: Index, scope_id: str, query: str) -> dict[analyzer.Group, float]:
+    """The lexical share's weight of each of ``query``'s content words in the scope's ``index``:
+    ``term_weights`` of its ``content_terms``, ``rarity_weighted``."""
+    words, language = analyzer.analyze(query), language_id.identify(query)
+    return rarity_weighted(term_weights(index, scope_id, _content_terms(words, language)), words, language)
 
 
 def lexical_share(
@@ -176,7 +201,7 @@ def annotate_memory(scope_id: str, query: str, rows: Sequence[MemoryHit]) -> lis
     todo = [row for row in rows if row.lexical_share is None]
     if not todo:
         return list(rows)
-    weights = term_weights(MEMORY_INDEX, scope_id, content_terms(query))
+    weights = query_weights(MEMORY_INDEX, scope_id, query)
     similarity = memory_similarities(scope_id, query, todo)
     return [
         row
@@ -194,7 +219,7 @@ def annotate_experience(scope_id: str, query: str, rows: Sequence[ExperienceHit]
     """The same figures for Experience hits (a vector counts only at the hit's revision)."""
     if not rows:
         return []
-    weights = term_weights(EXPERIENCE_INDEX, scope_id, content_terms(query))
+    weights = query_weights(EXPERIENCE_INDEX, scope_id, query)
     model = embedding.embedder_for(query)
     similarity: dict[tuple[int, int], float] = {}
     if model is not None:

@@ -325,7 +325,9 @@ def rank_memory(
         )
     )
     held = {pk: set(counted[pk][0]) for pk in ranked if pk in counted}
-    weights = bm25.idf_weights(figures, _content_terms(groups, words, language))
+    weights = relevance.rarity_weighted(
+        bm25.idf_weights(figures, _content_terms(groups, words, language)), words, language
+    )
     shares: dict[frozenset[str], float] = {}  # by terms held: rows often hold the same ones
 
     def share(text: str, terms: set[str] | None) -> float:
