@@ -4,7 +4,6 @@ lexical share (``relevance.rarity_weighted``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -12,10 +11,9 @@ import wordfreq
 
 from powercontext.evaluation import note_sets
 from powercontext.memory.services import memory_remember
-from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
-from powercontext.prepare.builder import CONTENT_PREFIX, CONTENT_SUFFIX
 from powercontext.search.fulltext import analyzer, language_id, languages
 from powercontext.search.ranking import relevance
+from tests.powercontext.test_unread_scripts import cited_texts
 
 OTHER_LANGUAGES = [code for code in language_id.LANGUAGES if code != languages.ENGLISH]
 
@@ -98,14 +96,6 @@ def test_a_group_takes_the_rarest_of_the_words_sharing_its_stem() -> None:
     assert scaled[group] == pytest.approx(max(languages.rarity(word, "es") for word in words))
 
 
-def cited(scope_id: str, query: str) -> list[str]:
-    prepared = ScopedContextApplication().prepare(PrepareRequest(scope_id=scope_id, query=query))
-    if prepared.content is None:
-        return []
-    envelope = json.loads(prepared.content[len(CONTENT_PREFIX) : -len(CONTENT_SUFFIX)])
-    return [item["content"] for item in envelope["items"]]
-
-
 @pytest.mark.django_db
 def test_one_shared_everyday_word_is_no_topic_but_a_rare_one_is(embeddings: Any, monkeypatch: Any) -> None:
     notes = note_sets.read_lines("engineering_notes_es.txt")
@@ -114,10 +104,10 @@ def test_one_shared_everyday_word_is_no_topic_but_a_rare_one_is(embeddings: Any,
     (ledger,) = [note for note in notes if "libro mayor" in note]
     everyday = "¿Qué libro me recomiendas para las vacaciones?"  # shares "libro" with the ledger
 
-    assert cited("freq-es", everyday) == []
+    assert cited_texts("freq-es", everyday) == []
     # A question about the ledger in rarer words still finds it.
-    assert cited("freq-es", "¿Cómo se corrige una fila del libro mayor?") == [ledger]
+    assert cited_texts("freq-es", "¿Cómo se corrige una fila del libro mayor?") == [ledger]
 
     # Every word weighing fully, as before: the one shared everyday word made the ledger a topic.
     monkeypatch.setattr(languages, "rarity", lambda word, language: 1.0)
-    assert ledger in cited("freq-es", everyday)
+    assert ledger in cited_texts("freq-es", everyday)
