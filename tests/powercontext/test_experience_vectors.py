@@ -22,6 +22,7 @@ from powercontext.memory.artifacts import artifact_head_retire
 from powercontext.prepare.selection import context_candidates
 from powercontext.search.vectors import embedding, pending, vector_cache, vector_index, vector_inprocess
 from review import services as review
+from tests.powercontext.factories import make_memory
 from tests.review.factories import make_approved, make_candidate, make_reviewer, result_ref
 
 # Shares no word (and no stem) with QUERY: only the vector ranking can find it.
@@ -454,3 +455,63 @@ def test_the_experience_cache_is_bounded_in_bytes_like_memorys(monkeypatch: pyte
     assert vector_inprocess._experience_cache.get("s2") is None
     assert vector_inprocess._experience_cache.get("s1") is not None
     assert vector_cache.cache_stats()["bytes"] <= 2 * one + one // 2
+
+
+@pytest.mark.django_db
+def test_the_scope_state_is_what_each_family_reads_for_itself() -> None:
+    assert vector_inprocess.scope_state("none") == vector_inprocess.ScopeState(0, 0, "")
+    rng = np.random.default_rng(11)
+    seed_heads("ev", 3, rng)
+    make_memory("ev", "the harbour opens at six")
+
+    state = vector_inprocess.scope_state("ev")
+    assert (state.revision, state.max_id) == vector_inprocess._head_and_max_id("ev")
+    assert state.experience_key == vector_inprocess._key_and_hits("ev", [])[0]
+    assert vector_inprocess._key_ids(state.experience_key) == tuple(
+        sorted(ExperienceVector.objects.filter(scope_id="ev").values_list("id", flat=True))
+    )
+
+
+@pytest.mark.django_db
+def test_a_key_read_ahead_ranks_like_the_ranking_s_own_read_and_sees_a_change() -> None:
+    rng = np.random.default_rng(12)
+    seed_heads("ev", 4, rng)
+    query = unit(rng)
+    assert_same_ranking("ev", query, 3)  # warm
+    key = vector_inprocess.scope_state("ev").experience_key
+
+    def ranked(key_text: str) -> list[int]:
+        return [
+            hit.key for hit in vector_inprocess.rank_experience("ev", embedding.MODEL_ID, query, 3, key_text)
+        ]
+
+    # The key read ahead: only the heads are read (one statement), the same ranking.
+    assert queries_of(lambda: ranked(key)) == 1
+    assert ranked(key) == assert_same_ranking("ev", query, 3)
+    # A vector added since the cache was filled: the key read ahead names it, the ranking reads it.
+    (added,) = seed_heads("ev", 1, rng, start=4)
+    ExperienceVector.objects.filter(head=added).update(vector=embedding.to_bytes(query))
+    assert ranked(vector_inprocess.scope_state("ev").experience_key)[0] == added.pk
+    # A scope without Experience vectors: nothing to read at all.
+    assert_same_ranking("empty", query, 3)
+    empty = vector_inprocess.scope_state("empty").experience_key
+    assert (
+        queries_of(lambda: vector_inprocess.rank_experience("empty", embedding.MODEL_ID, query, 3, empty))
+        == 0
+    )
+
+
+@pytest.mark.django_db
+def test_a_hybrid_prepare_reads_both_families_vector_freshness_in_one_statement(embeddings: Any) -> None:
+    seed_window()
+    make_memory("ev", "the statue in the square is bronze")
+    window("ev", QUERY)  # warm
+
+    with CaptureQueriesContext(connection) as captured:
+        assert window("ev", "a bronze horse in stone")
+    statements = [q["sql"] for q in captured.captured_queries]
+    # The Experience key (its vector ids, aggregated) is read once, with the Memory head and its
+    # largest vector id, and the Memory head is not read again on its own.
+    key_reads = [sql for sql in statements if "group_concat" in sql or "string_agg" in sql]
+    assert len(key_reads) == 1 and "memoryentryvector" in key_reads[0]
+    assert not [sql for sql in statements if sql.startswith("SELECT a.current_revision, (SELECT MAX(x.id)")]

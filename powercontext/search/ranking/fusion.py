@@ -15,7 +15,8 @@ from dataclasses import replace
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.search.fulltext.queries import search_context, search_memory
 from powercontext.search.vectors import embedding
-from powercontext.search.vectors.queries import vector_search_experience, vector_search_memory
+from powercontext.search.vectors.queries import vector_search_experience, vector_search_memory, vector_state
+from powercontext.search.vectors.vector_inprocess import ScopeState
 
 FTS_MODES = ("auto", "fts")
 VECTOR_MODES = ("vector", "hybrid")
@@ -116,18 +117,24 @@ def one_head_rankings(
     """Memory's full-text and vector rankings read from one head (up to three tries; the vector
     ranking is None when the head kept moving), and the Experience window fused."""
     experience_depth = max(experience_limit, FUSION_DEPTH)
-    for _ in range(3):
+    # Both families' vector freshness in one statement, read on the first try where the Memory
+    # ranking read its head: the Experience key it holds serves the Experience ranking below
+    # (which read it itself a moment later before); a retry reads the Memory head again.
+    first: ScopeState | None = None
+    for attempt in range(3):
         lexical, experience = search_context(
             scope_id, query, memory_limit=lexical_depth, experience_limit=experience_depth
         )
-        semantic = vector_search_memory(scope_id, query, vector_depth)
+        state = vector_state(scope_id) if attempt == 0 else None
+        first = first or state
+        semantic = vector_search_memory(scope_id, query, vector_depth, state)
         consistent = len({row.revision for row in (*lexical, *semantic)}) <= 1
         if consistent:
             break
     experience = fuse_experience(
         [
             (FTS_WEIGHT, experience),
-            (VECTOR_WEIGHT, vector_search_experience(scope_id, query, experience_depth)),
+            (VECTOR_WEIGHT, vector_search_experience(scope_id, query, experience_depth, first)),
         ],
         experience_limit,
     )

@@ -134,17 +134,26 @@ def read_hits(scope_id: str, ranked: list[tuple[int, float]]) -> list[MemoryHit]
     return _read_hits(scope_id, ranked)
 
 
-def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
+def vector_state(scope_id: str) -> vector_inprocess.ScopeState | None:
+    """The scope's vector freshness (``vector_inprocess.scope_state``, one statement) for a
+    caller about to rank both families' vectors; None (nothing read) without the model."""
+    return vector_inprocess.scope_state(scope_id) if embedding.embedder() is not None else None
+
+
+def vector_search_memory(
+    scope_id: str, query: str, limit: int, state: vector_inprocess.ScopeState | None = None
+) -> list[MemoryHit]:
     """The ``limit`` active entries of the scope's current head nearest to the query (cosine;
     ties by membership id), citing one head revision. Empty when the model is unavailable.
-    The ranking is ``vector_inprocess.rank_memory``."""
+    The ranking is ``vector_inprocess.rank_memory``; ``state``: ``vector_state`` just read."""
     model = embedding.embedder()
     if model is None or limit < 1:
         return []
     query_vector = model.embed_query(query)
     rows: list[MemoryHit] = []
     for _ in range(3):  # a write between the ranking and the rows: read again
-        ranking = vector_inprocess.rank_memory(scope_id, model.model_id, query_vector, limit)
+        ranking = vector_inprocess.rank_memory(scope_id, model.model_id, query_vector, limit, state)
+        state = None
         if ranking is None or not ranking[1]:
             return []
         revision, ranked = ranking
@@ -154,11 +163,14 @@ def vector_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHi
     return [row for row in rows if row.revision == rows[0].revision] if rows else []
 
 
-def vector_search_experience(scope_id: str, query: str, limit: int) -> list[ExperienceHit]:
+def vector_search_experience(
+    scope_id: str, query: str, limit: int, state: vector_inprocess.ScopeState | None = None
+) -> list[ExperienceHit]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
     by head pk), each at the revision its vector was computed for. Empty when the model is
-    unavailable."""
+    unavailable. ``state``: ``vector_state`` read earlier in the same call (its Experience key)."""
     model = embedding.embedder()
     if model is None or limit < 1:
         return []
-    return vector_inprocess.rank_experience(scope_id, model.model_id, model.embed_query(query), limit)
+    key = state.experience_key if state is not None else None
+    return vector_inprocess.rank_experience(scope_id, model.model_id, model.embed_query(query), limit, key)

@@ -91,6 +91,33 @@ def _head_and_max_id(scope_id: str) -> tuple[int, int]:
     return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
 
 
+@dataclass(frozen=True)
+class ScopeState:
+    """What says whether this process's vectors of a scope are current, read in one statement:
+    the Memory head revision (0: no head) and largest Memory vector id (``rank_memory``), and the
+    Experience vectors' key (``rank_experience``)."""
+
+    revision: int
+    max_id: int
+    experience_key: str
+
+
+def scope_state(scope_id: str) -> ScopeState:
+    """The scope's ``ScopeState`` (one statement: a prepare that ranks both families' vectors
+    reads this once instead of one statement each)."""
+    ids = _IDS_AGGREGATE[connection.vendor]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT a.current_revision FROM {Artifact._meta.db_table} a"
+            f" WHERE a.scope_id = %s AND a.family = %s AND a.artifact_id = %s),"
+            f" (SELECT MAX(x.id) FROM {MemoryEntryVector._meta.db_table} x WHERE x.scope_id = %s),"
+            f" (SELECT {ids} FROM {ExperienceVector._meta.db_table} x WHERE x.scope_id = %s)",
+            [scope_id, MEMORY_FAMILY, MEMORY_ARTIFACT_ID, scope_id, scope_id],
+        )
+        revision, max_id, key = cursor.fetchone()
+    return ScopeState(int(revision or 0), int(max_id or 0), key or "")
+
+
 def _matrix(rows: Sequence[tuple[int, Any]]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
     data = b"".join(bytes(row[1]) for row in rows)
@@ -224,8 +251,8 @@ def _reading(scope_id: str) -> Iterator[None]:
             raise
 
 
-def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
-    revision, max_id = _head_and_max_id(scope_id)
+def _scope_vectors(scope_id: str, model_id: str, state: ScopeState | None = None) -> _ScopeVectors | None:
+    revision, max_id = _head_and_max_id(scope_id) if state is None else (state.revision, state.max_id)
     if revision == 0:
         return None
     cached = _cache.get(scope_id)
@@ -247,12 +274,17 @@ def _scope_vectors(scope_id: str, model_id: str) -> _ScopeVectors | None:
 
 
 def rank_memory(
-    scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
+    scope_id: str,
+    model_id: str,
+    query_vector: np.ndarray[Any, Any],
+    limit: int,
+    state: ScopeState | None = None,
 ) -> tuple[int, list[tuple[int, float]]] | None:
     """The ``limit`` active memberships of the scope's current head nearest to the query vector
     as (membership id, cosine ≥ 0), best first, ties by membership id, with the head revision the
-    ranking saw; None when the scope has no Memory head."""
-    vectors = _scope_vectors(scope_id, model_id)
+    ranking saw; None when the scope has no Memory head. ``state``: the scope's ``scope_state``
+    when just read (else the head is read here)."""
+    vectors = _scope_vectors(scope_id, model_id, state)
     if vectors is None:
         return None
     if not len(vectors.membership_ids):
@@ -433,14 +465,19 @@ def _read_experience(
 
 
 def rank_experience(
-    scope_id: str, model_id: str, query_vector: np.ndarray[Any, Any], limit: int
+    scope_id: str,
+    model_id: str,
+    query_vector: np.ndarray[Any, Any],
+    limit: int,
+    key_text: str | None = None,
 ) -> list[ExperienceHit]:
     """The ``limit`` recallable Experience heads of the scope nearest to the query (cosine; ties
     by head pk), each at the revision its vector was computed for.
 
     Warm, one statement: the cached vectors are ranked, then the scope's key and the best
     ``limit`` heads are read together; if the key is the cached one those heads are the answer,
-    else the change is read and the ranking done again. Cold: every row, then the heads. A head
+    else the change is read and the ranking done again. With ``key_text`` (the key just read by
+    ``scope_state``) only the heads are read, and nothing when the scope has no vectors. Cold: every row, then the heads. A head
     not recallable at its vector's revision (a write since the vectors were read) is passed over
     for the next best, so the answer is the ranking of the rows the heads read agrees with."""
     if limit < 1:
@@ -452,7 +489,8 @@ def rank_experience(
     heads: _Hits | None = None
     order, scores = _experience_order(vectors, query_vector)
     if vectors is cached:
-        key_text, heads = _key_and_hits(scope_id, vectors.head_pks[order[:limit]].tolist())
+        if key_text is None:
+            key_text, heads = _key_and_hits(scope_id, vectors.head_pks[order[:limit]].tolist())
         key = vectors.key if key_text == vectors.key_text else _key_ids(key_text)
         if key != vectors.key:
             vectors, heads = _read_experience(scope_id, model_id, vectors, key), None
