@@ -96,6 +96,18 @@ def test_a_group_takes_the_rarest_of_the_words_sharing_its_stem() -> None:
     assert scaled[group] == pytest.approx(max(languages.rarity(word, "es") for word in words))
 
 
+def test_a_stem_that_is_a_common_word_weighs_as_that_word() -> None:
+    # Danish "bager" (bakes) is uncommon, but it meets notes by its stem "bag" (behind): common.
+    (group,) = analyzer.query_groups(["bager"], "da")
+    assert group[0] == "da:bag"
+    assert languages.rarity("bager", "da") > 0.5 > languages.rarity("bag", "da")
+    scaled = relevance.rarity_weighted({group: 1.0}, ["bager"], "da")
+    assert scaled[group] == pytest.approx(languages.rarity("bag", "da"))
+    # A stem that is no word ("libr" of "libro") leaves the word's own rarity.
+    (libro,) = analyzer.query_groups(["libro"], "es")
+    assert relevance.rarity_weighted({libro: 1.0}, ["libro"], "es")[libro] == languages.rarity("libro", "es")
+
+
 @pytest.mark.django_db
 def test_one_shared_everyday_word_is_no_topic_but_a_rare_one_is(embeddings: Any, monkeypatch: Any) -> None:
     notes = note_sets.read_lines("engineering_notes_es.txt")

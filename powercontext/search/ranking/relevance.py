@@ -142,14 +142,23 @@ def rarity_weighted(
     """``weights`` (a query's IDF weights in the scope) scaled by how rare each word is in
     general use of the query's ``language`` (``languages.rarity``): in a small scope every word is
     rare, so without it one shared everyday word ("natten", "libro") made a topic. A group takes
-    the rarest of the query's words that share its stem. English queries keep their weights."""
+    the rarest of the query's words that share its stem, and no more than its stem's rarity when
+    the stem is itself a word: Danish "bager" (bakes) meets notes by the stem "bag", as common as
+    the word "bag" (behind). English queries keep their weights."""
     if language == languages.ENGLISH or not weights:
         return weights
     rarest: dict[str, float] = {}
     for word in words:
         key = analyzer.language_term(word, language)
         rarest[key] = max(rarest.get(key, 0.0), languages.rarity(word, language))
-    return {group: weight * rarest.get(group[0], 1.0) for group, weight in weights.items()}
+    scaled: dict[analyzer.Group, float] = {}
+    for group, weight in weights.items():
+        rarity = rarest.get(group[0], 1.0)
+        _, marked, stem = group[0].partition(":")  # "da:bag": a stem in the query's language
+        if marked:
+            rarity = min(rarity, languages.rarity(stem, language))
+        scaled[group] = weight * rarity
+    return scaled
 
 
 def query_weights(index: Index, scope_id: str, query: str) -> dict[analyzer.Group, float]:
