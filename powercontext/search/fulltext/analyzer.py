@@ -48,7 +48,7 @@ from functools import lru_cache
 import snowballstemmer
 from snowballstemmer import EnglishStemmer
 
-from powercontext.search.fulltext.languages import ENGLISH, ENGLISH_STOP_WORDS, common_words
+from powercontext.search.fulltext.languages import ENGLISH, ENGLISH_STOP_WORDS
 
 ANALYZER_VERSION = 1
 # The encoding of index tokens (``index_token`` of ``index_term``). Index rows written with
@@ -248,13 +248,29 @@ def document_index_terms(terms: Iterable[str], language: str) -> list[str]:
 _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 
+# Where the common words (stop words) of a language other than English come from: a language code
+# -> its words (``word_frequency.common_words``, which reads them from a package's files). Set by
+# this package's ``__init__`` (``use_common_words``), so this module stays pure.
+CommonWords = Callable[[str], frozenset[str]]
+_common_words: list[CommonWords] = []
+
+
+def use_common_words(source: CommonWords) -> None:
+    """Take other languages' common words from ``source`` from now on."""
+    _common_words[:] = [source]
+    stop_words.cache_clear()
+    _stop_stems.cache_clear()
+
+
 @lru_cache(maxsize=64)
 def stop_words(language: str) -> frozenset[str]:
     """The words a query in ``language`` (``language_id.identify``) searches without: English
-    function words, and its own language's common words (``languages.common_words``: by their
-    general frequency), those the analyzer reads as one term ("c'est" is two, each common)."""
-    own = frozenset(word for word in common_words(language) if analyze(word) == [word])
-    return ENGLISH_STOP_WORDS | own
+    function words, and its own language's common words (by their general frequency:
+    ``use_common_words``), those the analyzer reads as one term ("c'est" is two, each common)."""
+    if language == ENGLISH:
+        return ENGLISH_STOP_WORDS
+    (source,) = _common_words  # set on import of this package: never missing
+    return ENGLISH_STOP_WORDS | frozenset(word for word in source(language) if analyze(word) == [word])
 
 
 @lru_cache(maxsize=64)

@@ -35,7 +35,7 @@ from django.conf import settings
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import ExperienceVector, MemoryEntryVector
-from powercontext.search.fulltext import analyzer, bm25, language_id, languages
+from powercontext.search.fulltext import analyzer, bm25, language_id, languages, word_frequency
 from powercontext.search.fulltext.indexes import EXPERIENCE_INDEX, MEMORY_INDEX, Index
 from powercontext.search.vectors import embedding
 
@@ -140,7 +140,7 @@ def rarity_weighted(
     weights: dict[analyzer.Group, float], words: Sequence[str], language: str
 ) -> dict[analyzer.Group, float]:
     """``weights`` (a query's IDF weights in the scope) scaled by how rare each word is in
-    general use of the query's ``language`` (``languages.rarity``): in a small scope every word is
+    general use of the query's ``language`` (``word_frequency.rarity``): in a small scope every word is
     rare, so without it one shared everyday word ("natten", "libro") made a topic. A group takes
     the rarest of the query's words that share its stem, and no more than its stem's rarity when
     the stem is itself a word: Danish "bager" (bakes) meets notes by the stem "bag", as common as
@@ -150,13 +150,13 @@ def rarity_weighted(
     rarest: dict[str, float] = {}
     for word in words:
         key = analyzer.language_term(word, language)
-        rarest[key] = max(rarest.get(key, 0.0), languages.rarity(word, language))
+        rarest[key] = max(rarest.get(key, 0.0), word_frequency.rarity(word, language))
     scaled: dict[analyzer.Group, float] = {}
     for group, weight in weights.items():
         rarity = rarest.get(group[0], 1.0)
         _, marked, stem = group[0].partition(":")  # "da:bag": a stem in the query's language
         if marked:
-            rarity = min(rarity, languages.rarity(stem, language))
+            rarity = min(rarity, word_frequency.rarity(stem, language))
         scaled[group] = weight * rarity
     return scaled
 

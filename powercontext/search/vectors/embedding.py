@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.conf import settings
 
-from powercontext.search.fulltext import language_id, languages
+from powercontext.search.fulltext import language_id, word_frequency
 from powercontext.search.fulltext.analyzer import is_cjk
 
 if TYPE_CHECKING:
@@ -300,9 +300,9 @@ def warm_up() -> bool:
     (gunicorn ``post_worker_init`` in ``gunicorn.conf.py``, Celery ``worker_process_init``,
     ``runserver`` at startup). The language identifier every prepare asks
     (``language_id``) and the word frequencies a prompt in another language is weighed by
-    (``languages``) load first. False when the model is unavailable."""
+    (``word_frequency``) load first. False when the model is unavailable."""
     language_id.identifier()
-    languages.load_frequencies()
+    word_frequency.load_frequencies()
     model = embedder()
     if model is None:
         return False
