@@ -34,6 +34,8 @@ class MemoryHit:
 
     Search order is the ranking; ``score``, ``matched_by``, ``similarity`` and ``lexical_share``
     are never rendered. ``key`` is the search's row id (the membership), used to merge rankings.
+    ``position`` is the entry's place in its head's order (``rerank.rank_memory`` sets it; None
+    elsewhere): the pack's cut reads which hits were remembered next to one another.
     """
 
     memory_ref: ArtifactRef | None
@@ -45,6 +47,7 @@ class MemoryHit:
     similarity: float | None = None  # raw cosine of the vector channel, when it ranked the hit
     lexical_share: float | None = None  # share of the query's IDF mass the entry covers
     key: int = field(default=0, compare=False, repr=False)
+    position: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def revision(self) -> int | None:

@@ -40,11 +40,12 @@ from powercontext.prepare.builder import (
     PreparedContextBuilder,
 )
 from powercontext.prepare.selection import context_candidates, cut_figures
+from powercontext.search.fulltext import analyzer
 
 if TYPE_CHECKING:
     from powercontext.core.hits import ArtifactRef
 
-DEFAULT_THRESHOLDS = (0.0, 0.02, 0.03, 0.035, 0.04, 0.05, 0.07)
+DEFAULT_THRESHOLDS = (0.0, 0.02, 0.03, 0.035, 0.04, 0.042, 0.045, 0.05, 0.07)
 L2 = 1.0  # the penalty's weight: 0.5 * L2 * |coefficients|^2
 NEWTON_STEPS = 50
 
@@ -130,6 +131,7 @@ def ask(
                 )
                 evidence = retrieval_eval.evidence_entries(question, entries)
                 hits = tuple(found.memory_hits)
+                words = set(analyzer.analyze(question.question))
                 asked.append(
                     Asked(
                         conversation=conversation.sample_id,
@@ -137,7 +139,7 @@ def ask(
                         entries=entries,
                         memory_ref=found.memory_ref,
                         hits=hits,
-                        rows=tuple(cut.figures([cut_figures(hit) for hit in hits])),
+                        rows=tuple(cut.figures([cut_figures(hit, words) for hit in hits])),
                         evidence=tuple(hit.entry_id in evidence for hit in hits),
                     )
                 )

@@ -7,11 +7,15 @@ The cut estimates, for each Memory hit the floor admitted, the chance that it is
 the prompt, and leaves out every hit but the first whose estimate is below the threshold
 (``POWERCONTEXT_PACK_CUT``; 0 turns the cut off).
 
-The estimate is a logistic model of seven figures of the hit, all read from the ranking
-(nothing is searched again): its position among the admitted hits (``log(1 + position)``), its
-fused score and that score relative to the best hit's, its raw similarity and how far below
-the best hit's it is, its lexical share, and its length (characters, capped at
-``LENGTH_CAP``: a two-word turn rarely carries a fact). The coefficients were fitted on the
+The estimate is a logistic model of eleven figures of the hit, all read from the ranking and
+the hit itself (nothing is searched again): its position among the admitted hits
+(``log(1 + position)``), its fused score and that score relative to the best hit's, its raw
+similarity and how far below the best hit's it is, its lexical share, its length (characters,
+capped at ``LENGTH_CAP``: a two-word turn rarely carries a fact); whether both channels (full
+text and vectors) found it, whether it asks a question itself (a question rarely carries the
+answer), whether its speaker label names someone the prompt names, and how many better-placed
+hits were remembered within ``NEIGHBOUR_SPAN`` entries of it (a fact and its context sit
+together). The coefficients were fitted on the
 LoCoMo dev conversations by ``eval_retrieval --pack-cut`` (``evaluation.pack_cut``):
 leave-one-conversation-out for the figures in docs/retrieval.md ("The pack's cut"), then on all
 five for the values below. The model was fitted on hybrid rankings
@@ -27,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 LENGTH_CAP = 400  # characters: longer hits count as this long
+NEIGHBOUR_SPAN = 2  # entries either side in the head's order: a better hit there is a neighbour
+QUESTION_MARKS = ("?", "\uff1f")  # a hit holding one asks a question (ASCII and full-width)
 
 
 @dataclass(frozen=True)
@@ -41,18 +47,26 @@ class EvidenceModel:
     similarity_gap: float  # similarity - the best similarity among the admitted hits (<= 0)
     lexical_share: float  # share of the query's word weight the hit covers (0 when not measured)
     length: float  # min(characters, LENGTH_CAP) / 100
+    both_channels: float  # 1 when full text and vectors both found it
+    asks: float  # 1 when it holds a question mark
+    speaker: float  # 1 when it opens with a speaker label whose words the prompt names
+    near_better: float  # better-placed hits within NEIGHBOUR_SPAN entries of it in the head
 
 
 # ``manage.py eval_retrieval --locomo locomo_dev5.json --pack-cut`` (``evaluation.pack_cut``).
 EVIDENCE_MODEL = EvidenceModel(
-    intercept=-6.237,
-    position=-0.4574,
-    relative_score=1.4964,
-    score=3.1948,
-    similarity=-0.6541,
-    similarity_gap=0.2039,
-    lexical_share=1.3795,
-    length=0.7877,
+    intercept=-6.1953,
+    position=-0.7025,
+    relative_score=1.1511,
+    score=2.776,
+    similarity=-0.4098,
+    similarity_gap=1.2696,
+    lexical_share=1.8297,
+    length=0.6988,
+    both_channels=-0.5466,
+    asks=-0.5288,
+    speaker=1.1319,
+    near_better=0.5186,
 )
 
 
@@ -64,6 +78,10 @@ class CutFigures:
     similarity: float | None
     lexical_share: float | None
     chars: int
+    both_channels: bool = False
+    asks: bool = False
+    speaker: bool = False
+    position: int | None = None  # in the head's order (None: unknown)
 
 
 FIGURES = (
@@ -74,6 +92,10 @@ FIGURES = (
     "similarity_gap",
     "lexical_share",
     "length",
+    "both_channels",
+    "asks",
+    "speaker",
+    "near_better",
 )
 
 
@@ -96,9 +118,29 @@ def figures(hits: Sequence[CutFigures]) -> list[tuple[float, ...]]:
                 similarity - best_similarity,
                 hit.lexical_share or 0.0,
                 min(hit.chars, LENGTH_CAP) / 100,
+                float(hit.both_channels),
+                float(hit.asks),
+                float(hit.speaker),
+                float(_near_better(hits, position)),
             )
         )
     return rows
+
+
+def _near_better(hits: Sequence[CutFigures], index: int) -> int:
+    """How many hits ranked before ``hits[index]`` were remembered within ``NEIGHBOUR_SPAN``
+    entries of it (0 when its place in the head is unknown)."""
+    at = hits[index].position
+    if at is None:
+        return 0
+    return sum(
+        1 for hit in hits[:index] if hit.position is not None and abs(hit.position - at) <= NEIGHBOUR_SPAN
+    )
+
+
+def asks(text: str) -> bool:
+    """Whether a hit's text asks a question (holds a question mark)."""
+    return any(mark in text for mark in QUESTION_MARKS)
 
 
 def estimate(row: Sequence[float], model: EvidenceModel = EVIDENCE_MODEL) -> float:

@@ -109,7 +109,7 @@ class ExplainReport:
     @property
     def cut_label(self) -> str:
         """The cut line both renderers show: "Memory hits after the first with an evidence
-        estimate below 0.035 left out"."""
+        estimate below 0.042 left out"."""
         if self.cut_threshold <= 0:
             if self.search_mode != "hybrid":
                 return f"off ({self.search_mode} ranking)"

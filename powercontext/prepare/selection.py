@@ -52,7 +52,7 @@ from powercontext.prepare.trace import (
     HELD_BY_REPORTS,
     NEAR_IDENTICAL,
 )
-from powercontext.search.fulltext import languages
+from powercontext.search.fulltext import analyzer, languages
 from powercontext.search.ranking import relevance, rerank
 
 # Ranked deeper than the windows, so that candidates below the relevance floor make room.
@@ -175,8 +175,19 @@ def _cut(
     return stay, out
 
 
-def cut_figures(hit: MemoryHit) -> CutFigures:
-    return CutFigures(hit.score, hit.similarity, hit.lexical_share, len(hit.text))
+def cut_figures(hit: MemoryHit, query_words: set[str]) -> CutFigures:
+    """What the pack's cut reads of ``hit`` (``query_words``: the prompt's ``analyzer.analyze``
+    words, for the speaker label)."""
+    return CutFigures(
+        hit.score,
+        hit.similarity,
+        hit.lexical_share,
+        len(hit.text),
+        both_channels="fts" in hit.matched_by and "vector" in hit.matched_by,
+        asks=pack_cut.asks(hit.text),
+        speaker=rerank.speaker_named(hit.text, query_words),
+        position=hit.position,
+    )
 
 
 def admits(hits: Sequence[Hit], floors: relevance.QueryFloor) -> list[bool]:
@@ -248,7 +259,8 @@ def context_candidates(
     estimates: dict[str, float] = {}
 
     def keep(kept: list[MemoryHit]) -> list[bool]:
-        values = pack_cut.estimates([cut_figures(hit) for hit in kept])
+        words = set(analyzer.analyze(query))
+        values = pack_cut.estimates([cut_figures(hit, words) for hit in kept])
         estimates.update((feedback_target(hit), value) for hit, value in zip(kept, values, strict=True))
         return pack_cut.keeps(values, threshold)
 

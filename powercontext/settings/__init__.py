@@ -212,7 +212,7 @@ POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES = env_fraction(
 # The pack's cut (powercontext.prepare.cut; docs/retrieval.md "The pack's cut"): on hybrid
 # rankings, Memory hits after the first whose estimated chance of being evidence is below this
 # are left out of the pack (0: off, every admitted hit up to the windows).
-POWERCONTEXT_PACK_CUT = env_fraction("POWERCONTEXT_PACK_CUT", 0.035)
+POWERCONTEXT_PACK_CUT = env_fraction("POWERCONTEXT_PACK_CUT", 0.042)
 # Feedback (powercontext.feedback; docs/retrieval.md "Learning from use"). Among hits the floor
 # admitted, a hit's score is multiplied by 1 + prior, |prior| <= PRIOR_CAP (0: off): use raises
 # it (full at SATURATION_USES uses, halved every HALF_LIFE_DAYS since the last use), reports

@@ -32,6 +32,10 @@ def test_the_fit_recovers_a_known_model() -> None:
         similarity_gap=-0.5,
         lexical_share=2.0,
         length=0.3,
+        both_channels=-0.4,
+        asks=-1.0,
+        speaker=0.8,
+        near_better=0.6,
     )
     rows = rng.uniform(0.0, 2.0, size=(40_000, len(cut.FIGURES)))
     labels = [rng.random() < cut.estimate(row, truth) for row in rows]

@@ -18,7 +18,7 @@ from powercontext.prepare import audit, cut
 from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
 from powercontext.prepare.cut import CutFigures, EvidenceModel, estimates, keeps
 from powercontext.prepare.models import PrepareAggregate
-from powercontext.prepare.selection import context_candidates, select
+from powercontext.prepare.selection import context_candidates, cut_figures, select
 from powercontext.search.ranking import relevance
 
 HEAD = ArtifactRef(family="memory", artifact_id="memory", revision=1)
@@ -36,12 +36,16 @@ GERMAN = "Auf welchem Port hört die Datenbank von Staging, und wo steht das?"
 
 
 def figures(
-    score: float, similarity: float | None = 0.5, lexical: float | None = 0.5, chars: int = 80
+    score: float,
+    similarity: float | None = 0.5,
+    lexical: float | None = 0.5,
+    chars: int = 80,
+    **more: Any,
 ) -> CutFigures:
-    return CutFigures(score=score, similarity=similarity, lexical_share=lexical, chars=chars)
+    return CutFigures(score=score, similarity=similarity, lexical_share=lexical, chars=chars, **more)
 
 
-def test_the_estimate_is_the_documented_logistic_of_the_seven_figures() -> None:
+def test_the_estimate_is_the_documented_logistic_of_the_eleven_figures() -> None:
     model = EvidenceModel(
         intercept=-1.0,
         position=-0.5,
@@ -51,16 +55,66 @@ def test_the_estimate_is_the_documented_logistic_of_the_seven_figures() -> None:
         similarity_gap=3.0,
         lexical_share=1.5,
         length=0.25,
+        both_channels=0.7,
+        asks=-0.9,
+        speaker=1.1,
+        near_better=0.6,
     )
-    hits = [figures(0.8, 0.6, 0.9, 120), figures(0.4, 0.3, None, 900)]
+    hits = [
+        CutFigures(0.8, 0.6, 0.9, 120, both_channels=True, speaker=True, position=10),
+        CutFigures(0.4, 0.3, None, 900, asks=True, position=12),
+    ]
     first, second = estimates(hits, model)
-    logit_first = -1.0 + 2.0 * 1.0 + 0.8 + 0.5 * 0.6 + 3.0 * 0.0 + 1.5 * 0.9 + 0.25 * 1.2
+    logit_first = -1.0 + 2.0 * 1.0 + 0.8 + 0.5 * 0.6 + 3.0 * 0.0 + 1.5 * 0.9 + 0.25 * 1.2 + 0.7 + 1.1
     # second: position 1, half the best score, 0.3 below the best similarity, no lexical share
-    # measured (0), length capped at LENGTH_CAP characters
-    logit_second = -1.0 - 0.5 * math.log(2) + 2.0 * 0.5 + 0.4 + 0.5 * 0.3 + 3.0 * -0.3 + 0.25 * 4.0
+    # measured (0), length capped at LENGTH_CAP characters, asks a question, one better hit
+    # two entries away
+    logit_second = (
+        -1.0 - 0.5 * math.log(2) + 2.0 * 0.5 + 0.4 + 0.5 * 0.3 + 3.0 * -0.3 + 0.25 * 4.0 - 0.9 + 0.6
+    )
     assert first == pytest.approx(1 / (1 + math.exp(-logit_first)))
     assert second == pytest.approx(1 / (1 + math.exp(-logit_second)))
     assert estimates([]) == []
+
+
+def test_near_better_counts_the_better_placed_hits_remembered_within_two_entries() -> None:
+    def near(*positions: int | None) -> list[float]:
+        return [row[-1] for row in cut.figures([figures(1.0, position=p) for p in positions])]
+
+    assert cut.FIGURES[-1] == "near_better"
+    assert near(10, 12, 13, 7, 11) == [0, 1, 1, 0, 3]  # 7 is three from 10: not a neighbour
+    assert near(10, 8, 9) == [0, 1, 2]  # before or after it in the head alike
+    assert near(None, 10, None, 11) == [0, 0, 0, 1]  # place unknown: no neighbours either way
+    assert near(10, 10) == [0, 1]
+
+
+def test_what_the_cut_reads_of_a_hit() -> None:
+    def read(
+        text: str, matched_by: tuple[str, ...] = ("fts", "vector"), position: int | None = 4
+    ) -> CutFigures:
+        found = MemoryHit(HEAD, "e1", "v1", text, 0.5, matched_by, 0.4, 0.3, key=9, position=position)
+        return cut_figures(found, {"caroline", "research"})
+
+    plain = read("Caroline: I researched adoption agencies last week.")
+    assert plain == CutFigures(0.5, 0.4, 0.3, 51, both_channels=True, asks=False, speaker=True, position=4)
+    assert not read("Caroline: hi", matched_by=("vector",)).both_channels
+    assert not read("Caroline: hi", matched_by=("fts",)).both_channels
+    assert not read("Caroline: hi", matched_by=("neighbour",)).both_channels
+    assert read("Caroline: what did you research?").asks
+    assert read("Caroline: 研究は何でしたか\uff1f").asks  # full-width question mark
+    assert not read("Melanie: I researched it.").speaker  # a speaker the prompt does not name
+    assert not read("I researched it with Caroline.").speaker  # no speaker label
+    assert read("x", position=None).position is None
+
+
+def test_the_fitted_model_reads_the_new_figures_the_way_the_dev_data_did() -> None:
+    def second(**changes: Any) -> float:
+        return estimates([figures(1.0, position=20), figures(0.5, **changes)])[1]
+
+    base = second(position=40)
+    assert second(position=40, asks=True) < base  # a question rarely carries the answer
+    assert second(position=40, speaker=True) > base  # the speaker the prompt names
+    assert second(position=21) > base  # remembered next to the best hit
 
 
 def test_better_figures_raise_the_estimate_and_a_later_position_lowers_it() -> None:
@@ -158,7 +212,7 @@ def test_the_default_cut_is_on_and_the_prepare_aggregate_counts_its_skips(
     embeddings: Any, settings: Any
 ) -> None:
     remember_notes()
-    assert settings.POWERCONTEXT_PACK_CUT == 0.035
+    assert settings.POWERCONTEXT_PACK_CUT == 0.042
     settings.POWERCONTEXT_PACK_CUT = 0.99  # only the first hit survives
     audit.buffer().clear()
     ScopedContextApplication(audit=True).prepare(PrepareRequest(scope_id=SCOPE, query=QUERY))

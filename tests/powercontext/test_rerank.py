@@ -13,12 +13,14 @@ import pytest
 
 from powercontext.core.hits import MemoryHit
 from powercontext.core.models import MemoryMembership
+from powercontext.memory import services as memory_services
 from powercontext.memory.services import memory_remember
 from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.fulltext.indexes import MEMORY_INDEX
 from powercontext.search.ranking import fusion, relevance, rerank, rerank_state
 from powercontext.search.vectors import embedding, vector_inprocess
 from tests.powercontext import test_relevance_floor
+from tests.powercontext.factories import citation_of
 
 CHAT = [
     *test_relevance_floor.CHAT,
@@ -247,3 +249,27 @@ def test_the_index_rows_kept_per_head_are_bounded_and_the_ranking_stays_the_same
         + sum(rerank_state._doc_size(doc) for doc in kept.docs.values())
         + sum(sys.getsizeof(term) + 100 for term in kept.frequencies)
     )
+
+
+@pytest.mark.django_db
+def test_each_hit_carries_its_place_in_the_head_s_order(embeddings: Any) -> None:
+    """``position`` counts the head's active entries before the hit, oldest first: what the
+    pack's cut reads to tell which hits were remembered next to one another."""
+    mutations = [memory_remember(scope_id="placed", kind="conversation", text=text) for text in CHAT]
+    query = "Which lake did they swim in?"
+
+    def placed() -> dict[str, int | None]:
+        lexical, semantic, _ = fusion.one_head_rankings(
+            "placed", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
+        )
+        return {row.text: row.position for row in rerank.rank_memory("placed", query, lexical, semantic, 32)}
+
+    before = placed()
+    assert len(before) >= 3
+    assert before == {text: CHAT.index(text) for text in before}
+    # Retiring the first entry moves every later one a place up.
+    first = mutations[0]
+    memory_services.memory_retire(scope_id="placed", citation=citation_of(first, at=mutations[-1].revision))
+    after = placed()
+    assert CHAT[0] not in after
+    assert after == {text: CHAT.index(text) - 1 for text in after}

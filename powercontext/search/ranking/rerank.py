@@ -23,7 +23,8 @@ both: ``fusion.one_head_rankings``):
    (``Name:``) whose words the query names ("What did Caroline research?" prefers Caroline's
    own turns).
 
-Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relevance``).
+Every returned row carries its raw ``similarity`` and ``lexical_share`` (``relevance``) and its
+``position`` in the head's order (the pack's cut reads which hits are neighbours).
 
 Cost (issue 19's latency): the candidates are slots of value arrays laid out in the head's order,
 so neighbours are offsets and both smoothings one numpy pass; cosines come by id from the matrix
@@ -342,6 +343,7 @@ def rank_memory(
     for row in (*lexical, *semantic):
         if row.key in held or row.key in scored:
             channels.setdefault(row.key, set()).update(row.matched_by)
+    positions = _positions(slots.order, np.asarray(ranked, dtype=np.int64)).tolist()
     return [
         _annotated(
             rows[pk],
@@ -349,8 +351,9 @@ def rank_memory(
             matched_by=tuple(sorted(channels.get(pk, ()))) or ("neighbour",),
             similarity=None if math.isnan(similarity[pk]) else similarity[pk],
             lexical_share=share(rows[pk].text, held.get(pk)),
+            position=position if position >= 0 else None,
         )
-        for pk in ranked
+        for pk, position in zip(ranked, positions, strict=True)
     ]
 
 
