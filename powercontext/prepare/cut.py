@@ -106,6 +106,7 @@ def figures(hits: Sequence[CutFigures]) -> list[tuple[float, ...]]:
         return []
     best_score = hits[0].score
     best_similarity = max((hit.similarity or 0.0) for hit in hits)
+    places = [hit.position for hit in hits]
     rows: list[tuple[float, ...]] = []
     for position, hit in enumerate(hits):
         similarity = hit.similarity or 0.0
@@ -121,21 +122,20 @@ def figures(hits: Sequence[CutFigures]) -> list[tuple[float, ...]]:
                 float(hit.both_channels),
                 float(hit.asks),
                 float(hit.speaker),
-                float(_near_better(hits, position)),
+                float(_near_better(places, position)),
             )
         )
     return rows
 
 
-def _near_better(hits: Sequence[CutFigures], index: int) -> int:
-    """How many hits ranked before ``hits[index]`` were remembered within ``NEIGHBOUR_SPAN``
-    entries of it (0 when its place in the head is unknown)."""
-    at = hits[index].position
+def _near_better(places: Sequence[int | None], index: int) -> int:
+    """How many hits ranked before the one at ``index`` were remembered within
+    ``NEIGHBOUR_SPAN`` entries of it (``places``: the hits' positions in the head; 0 when its
+    place is unknown)."""
+    at = places[index]
     if at is None:
         return 0
-    return sum(
-        1 for hit in hits[:index] if hit.position is not None and abs(hit.position - at) <= NEIGHBOUR_SPAN
-    )
+    return sum(1 for place in places[:index] if place is not None and abs(place - at) <= NEIGHBOUR_SPAN)
 
 
 def asks(text: str) -> bool:
@@ -145,14 +145,22 @@ def asks(text: str) -> bool:
 
 def estimate(row: Sequence[float], model: EvidenceModel = EVIDENCE_MODEL) -> float:
     """The logistic estimate of one hit's ``figures`` row."""
-    coefficients = (getattr(model, name) for name in FIGURES)
-    logit = model.intercept + sum(c * x for c, x in zip(coefficients, row, strict=True))
-    return 1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0
+    return _logistic(model.intercept, _coefficients(model), row)
 
 
 def estimates(hits: Sequence[CutFigures], model: EvidenceModel = EVIDENCE_MODEL) -> list[float]:
     """The estimated chance that each hit (in ranking order) is evidence for the prompt."""
-    return [estimate(row, model) for row in figures(hits)]
+    coefficients = _coefficients(model)
+    return [_logistic(model.intercept, coefficients, row) for row in figures(hits)]
+
+
+def _coefficients(model: EvidenceModel) -> tuple[float, ...]:
+    return tuple(getattr(model, name) for name in FIGURES)
+
+
+def _logistic(intercept: float, coefficients: Sequence[float], row: Sequence[float]) -> float:
+    logit = intercept + sum(c * x for c, x in zip(coefficients, row, strict=True))
+    return 1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0
 
 
 def keeps(values: Sequence[float], threshold: float) -> list[bool]:
