@@ -192,7 +192,7 @@ def cut_figures(hit: MemoryHit, query_words: set[str]) -> CutFigures:
 
 def admits(hits: Sequence[Hit], floors: relevance.QueryFloor) -> list[bool]:
     """Whether the relevance floor for this query (``floors.for_texts``) admits each hit."""
-    return [floors.for_texts(_texts(hit)).admits(hit.similarity, hit.lexical_share) for hit in hits]
+    return [floors.admits(_texts(hit), hit.similarity, hit.lexical_share) for hit in hits]
 
 
 def context_candidates(
@@ -206,8 +206,8 @@ def context_candidates(
     ``rerank.ranked_context`` (deep full-text and vector pools, neighbour smoothing, a speaker
     prior) and Experience by fusion; without it, by full text alone (both windows read by one
     statement). Every candidate then gets its raw similarity and lexical share and the floor
-    for this query decides (``relevance.query_floor``: stricter on similarity when the query and
-    the candidate are both in another language than English); the builder sees the same
+    for this query decides (``relevance.query_floor``: stricter on similarity when the
+    candidate is in another language than English); the builder sees the same
     dataclasses either way. Only the admitted hits' feedback counters are read: they alone can
     be held or weighed (``now``: the prior's clock, default the current time; the replay
     evaluation passes simulated days). Last, on hybrid rankings of English prompts, the pack's cut (``prepare.cut``,

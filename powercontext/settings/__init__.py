@@ -199,8 +199,9 @@ POWERCONTEXT_PRELOAD_SECONDS = env_int("POWERCONTEXT_PRELOAD_SECONDS", 5, minimu
 # Memory or Experience candidate reaches the builder only when its raw cosine similarity to the
 # query is at least MIN_SIMILARITY, or when it covers at least MIN_LEXICAL_SHARE of the query's
 # IDF mass and its similarity (if it has a vector) is at least MIN_LEXICAL_SIMILARITY. All three
-# at 0 turn the floor off. A query in another language than English (told by py3langid: search/fulltext/language_id.py)
-# needs at least MIN_SIMILARITY_OTHER_LANGUAGES on meaning alone (0: the same as English).
+# at 0 turn the floor off. A candidate in another language than English (told by py3langid:
+# search/fulltext/language_id.py) needs at least MIN_SIMILARITY_OTHER_LANGUAGES on meaning alone,
+# whatever the query's language (0: the same as English).
 POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = env_fraction("POWERCONTEXT_RELEVANCE_MIN_SIMILARITY", 0.38)
 POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = env_fraction("POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE", 0.30)
 POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = env_fraction(

@@ -84,7 +84,7 @@ def test_function_words_of_the_query_language_are_not_its_terms() -> None:
     ]
 
 
-def test_the_floor_is_stricter_on_similarity_when_query_and_candidate_are_in_another_language(
+def test_the_floor_is_stricter_on_similarity_for_a_candidate_in_another_language(
     settings: Any,
 ) -> None:
     settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = 0.38
@@ -96,8 +96,12 @@ def test_the_floor_is_stricter_on_similarity_when_query_and_candidate_are_in_ano
 
     english = relevance.query_floor("which broker does celery use?")
     french = relevance.query_floor("Quel courtier de messages utilise Celery ?")
-    assert (english.language, english.strict) == ("en", None)
-    assert english.for_text(french_note) == english.base == relevance.floor()
+    assert english.language == "en" and english.base == relevance.floor()
+    assert english.for_text(english_note) == english.base
+    # An English prompt (or one too short to tell, which counts as English) reads a French note
+    # with a model that does not read French: the same stricter floor on meaning alone.
+    assert english.for_text(french_note) == english.strict
+    assert english.strict is not None and english.strict.min_similarity == 0.6
     assert french.language == "fr" and french.for_text(french_note).min_similarity == 0.6
     assert french.for_text(english_note) == french.base  # across languages: the English floor
     strict = french.for_text(french_note)
@@ -111,6 +115,31 @@ def test_the_floor_is_stricter_on_similarity_when_query_and_candidate_are_in_ano
     settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES = 0.6
     off = relevance.query_floor("Quel courtier de messages utilise Celery ?")
     assert off.base.off and off.for_text(french_note).off  # off stays off
+
+
+def test_a_candidate_s_language_is_read_only_where_the_floor_s_answer_depends_on_it(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = 0.38
+    settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = 0.3
+    settings.POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = 0.2
+    settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES = 0.6
+    floors = relevance.query_floor("A domani, buona serata!")  # too short to tell: English
+    assert floors.language == "en"
+    italian = ("La tabella del libro mastro accetta solo aggiunte: una correzione è una nuova riga.",)
+    english = ("The ledger table is append-only: a correction is a new row.",)
+    read: list[str] = []
+    told = relevance.text_language
+    monkeypatch.setattr(relevance, "text_language", lambda text: read.append(text) or told(text))
+
+    assert not floors.admits(italian, 0.30, 0.0)  # below either floor: not read
+    assert floors.admits(italian, 0.65, 0.0)  # above both: not read
+    assert floors.admits(italian, 0.30, 0.5)  # by its words, as in English: not read
+    assert read == []
+    # Between the floors on meaning alone: the candidate's language decides.
+    assert not floors.admits(italian, 0.45, 0.0)
+    assert floors.admits(english, 0.45, 0.0)
+    assert read == [italian[0], english[0]]
 
 
 @pytest.mark.django_db
@@ -213,7 +242,8 @@ def test_explain_shows_the_floor_and_the_language_that_chose_it(embeddings: Any,
     )
     (line,) = [line for line in out.getvalue().splitlines() if line.startswith("relevance floor")]
     expected = f"similarity {settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY:.2f}"
-    assert expected in line and line.endswith("(query language en)") and "not in English" not in line
+    assert expected in line and line.endswith("(query language en)")
+    assert "(0.60 for candidates not in English)" in line  # an English prompt's too
 
 
 @pytest.mark.django_db
@@ -263,3 +293,34 @@ def test_a_candidate_text_is_told_like_a_query_and_every_note_set_in_its_languag
         assert sum(language == lang for language in told) >= len(notes) - 1, (lang, told)
     for note in note_sets.read_lines("engineering_notes.txt"):
         assert relevance.text_language(note) == languages.ENGLISH, note
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("lang", "prompt"),
+    [("it", "A domani, buona serata!"), ("no", "Tusen takk, ha en fin dag!"), ("cs", "Řekni mi vtip.")],
+)
+def test_a_short_prompt_taken_for_english_meets_other_language_notes_on_the_strict_floor(
+    embeddings: Any, lang: str, prompt: str
+) -> None:
+    """Too short for the identifier to be sure, these count as English; the notes are not, and
+    the English model finds them alike only as it finds any two texts of their language alike."""
+    scope = f"short-{lang}"
+    for note in note_sets.read_lines(f"engineering_notes_{lang}.txt"):
+        memory_remember(scope_id=scope, kind="note", text=note)
+    assert relevance.query_language(prompt) == languages.ENGLISH
+
+    assert cited(scope, prompt) == []
+    explained = prepare_explain(scope_id=scope, query=prompt, max_bytes=8000)
+    floors = explained.floors
+    assert floors is not None and floors.strict is not None
+    # Some note stood between the English floor and the stricter one on meaning alone: the
+    # English floor would have admitted it.
+    between = [
+        c.hit
+        for c in explained.explanation.candidates
+        if c.hit.similarity is not None
+        and floors.base.min_similarity <= c.hit.similarity < floors.strict.min_similarity
+        and (c.hit.lexical_share or 0.0) < floors.base.min_lexical_share
+    ]
+    assert between, [(c.hit.similarity, c.hit.lexical_share) for c in explained.explanation.candidates]

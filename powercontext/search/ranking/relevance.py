@@ -18,10 +18,11 @@ finds nearest neighbours. So each Memory and Experience candidate gets two figur
 A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical_share >=
 MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
 (lexical evidence needs a little agreement from meaning: one shared everyday word is not a
-topic). Without a similarity the lexical share decides alone. When the query and the candidate
-are both in another language than English (``languages``), meaning alone needs a higher
-similarity, ``MIN_SIMILARITY_OTHER_LANGUAGES`` (``query_floor``): the model learned from English
-and finds unrelated texts in other languages alike. Thresholds are settings
+topic). Without a similarity the lexical share decides alone. When the candidate is in another
+language than English (``languages``), meaning alone needs a higher similarity,
+``MIN_SIMILARITY_OTHER_LANGUAGES`` (``query_floor``): the model learned from English and finds
+unrelated texts in other languages alike, including a short prompt in that language that the
+identifier cannot tell from English ("A domani, buona serata!"). Thresholds are settings
 (``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
 """
 
@@ -88,10 +89,11 @@ def text_language(text: str) -> str:
 @dataclass(frozen=True)
 class QueryFloor:
     """The floors one query's candidates are judged by: ``base`` (the settings' floor), and
-    ``strict`` for a candidate that is, like the query, in another language than English: the
-    model finds unrelated texts in those languages alike, while across languages (a French
-    prompt, English notes) it does not (docs/retrieval.md, "Other languages"). ``strict`` is
-    None for an English query, or when the rule is off."""
+    ``strict`` for a candidate in another language than English, whatever the query's: the
+    model finds unrelated texts in those languages alike, while an English note is read on the
+    English floor whatever the prompt's language (a French prompt, English notes: unrelated
+    pairs do not look alike; docs/retrieval.md, "Other languages"). ``strict`` is None when the
+    rule is off."""
 
     language: str
     base: Floor
@@ -101,18 +103,28 @@ class QueryFloor:
         return self.for_texts((text,))
 
     def for_texts(self, texts: Sequence[str]) -> Floor:
-        """The floor for a candidate with these text fields (an English query's: ``base``,
-        without reading them)."""
+        """The floor for a candidate with these text fields: ``strict`` when it is in another
+        language than English, else ``base``."""
         if self.strict is None or text_language(" ".join(texts)) == languages.ENGLISH:
             return self.base
         return self.strict
+
+    def admits(self, texts: Sequence[str], similarity: float | None, lexical_share: float | None) -> bool:
+        """Whether the floor for a candidate with these text fields admits it. The candidate's
+        language is read only where the answer depends on it (``base`` admits it, ``strict``
+        would not): most candidates of an English prompt are decided without it."""
+        if self.strict is None:
+            return self.base.admits(similarity, lexical_share)
+        if not self.base.admits(similarity, lexical_share):
+            return False
+        return self.strict.admits(similarity, lexical_share) or self.for_texts(texts) is self.base
 
 
 def query_floor(query: str) -> QueryFloor:
     """The floors for ``query``'s candidates (settings read per call)."""
     base, language = floor(), query_language(query)
     other = float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES)
-    if base.off or language == languages.ENGLISH or other <= base.min_similarity:
+    if base.off or other <= base.min_similarity:
         return QueryFloor(language, base)
     return QueryFloor(language, base, replace(base, min_similarity=other))
 
