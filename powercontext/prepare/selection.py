@@ -207,8 +207,8 @@ def context_candidates(
     prior) and Experience by fusion; without it, by full text alone (both windows read by one
     statement). Every candidate then gets its raw similarity and lexical share and the floor
     for this query decides (``relevance.query_floor``: stricter on similarity when the
-    candidate is in another language than English); the builder sees the same
-    dataclasses either way. Only the admitted hits' feedback counters are read: they alone can
+    candidate is in another language than English and the query not surely English); the
+    builder sees the same dataclasses either way. Only the admitted hits' feedback counters are read: they alone can
     be held or weighed (``now``: the prior's clock, default the current time; the replay
     evaluation passes simulated days). Last, on hybrid rankings of English prompts, the pack's cut (``prepare.cut``,
     ``POWERCONTEXT_PACK_CUT``) leaves out the Memory hits after the first whose evidence estimate

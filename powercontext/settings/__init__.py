@@ -200,8 +200,8 @@ POWERCONTEXT_PRELOAD_SECONDS = env_int("POWERCONTEXT_PRELOAD_SECONDS", 5, minimu
 # query is at least MIN_SIMILARITY, or when it covers at least MIN_LEXICAL_SHARE of the query's
 # IDF mass and its similarity (if it has a vector) is at least MIN_LEXICAL_SIMILARITY. All three
 # at 0 turn the floor off. A candidate in another language than English (told by py3langid:
-# search/fulltext/language_id.py) needs at least MIN_SIMILARITY_OTHER_LANGUAGES on meaning alone,
-# whatever the query's language (0: the same as English).
+# search/fulltext/language_id.py) needs at least MIN_SIMILARITY_OTHER_LANGUAGES on meaning alone
+# unless the query is surely English (0: the same as English).
 POWERCONTEXT_RELEVANCE_MIN_SIMILARITY = env_fraction("POWERCONTEXT_RELEVANCE_MIN_SIMILARITY", 0.38)
 POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE = env_fraction("POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SHARE", 0.30)
 POWERCONTEXT_RELEVANCE_MIN_LEXICAL_SIMILARITY = env_fraction(

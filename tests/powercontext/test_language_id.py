@@ -90,3 +90,20 @@ def test_stop_words_follow_the_told_language() -> None:
     assert "la" in analyzer.stop_words("fr") and "la" not in analyzer.stop_words(languages.ENGLISH)
     assert languages.ENGLISH_STOP_WORDS <= analyzer.stop_words("de")
     assert analyzer.stop_words("xx") == languages.ENGLISH_STOP_WORDS
+
+
+@pytest.mark.parametrize(
+    ("text", "by_default"),
+    [
+        ("A domani, buona serata!", True),  # Italian first, not surely
+        ("Řekni mi vtip.", True),
+        ("pin tokio to 1.38", True),  # English jargon: English, but not by the identifier's ranking
+        ("2006", True),  # no letters
+        ("Which port does the staging database listen on?", False),  # surely English
+        ("Quel courtier de messages utilise Celery ?", False),  # surely French
+    ],
+)
+def test_english_by_default_is_english_the_identifier_was_not_sure_of(text: str, by_default: bool) -> None:
+    assert language_id.english_by_default(text) is by_default
+    if by_default:
+        assert language_id.identify(text) == "en"

@@ -54,24 +54,33 @@ def identifier() -> Any:
 
 
 @lru_cache(maxsize=8192)
-def _identify(head: str) -> str:
+def _judge(head: str) -> tuple[str, bool]:
     if not any(ch.isalpha() for ch in head):
-        return ENGLISH  # digits and punctuation tell nothing
+        return ENGLISH, False  # digits and punctuation tell nothing
     ranked = identifier().rank(head)
     language, confidence = ranked[0]
     if language == ENGLISH or confidence >= MIN_CONFIDENCE:
-        return str(language)
+        return str(language), True
     if language in SCANDINAVIAN:
         pooled = sum(score for code, score in ranked if code in SCANDINAVIAN)
         if pooled >= MIN_SCANDINAVIAN_CONFIDENCE:
-            return str(language)
-    return ENGLISH
+            return str(language), True
+    return ENGLISH, False
 
 
 def identify(text: str) -> str:
     """The language ``text`` is written in: a code of ``LANGUAGES`` (``ENGLISH`` also when the
     identifier is not sure of another)."""
-    return _identify(text[:HEAD_CHARS])
+    return _judge(text[:HEAD_CHARS])[0]
+
+
+def english_by_default(text: str) -> bool:
+    """Whether ``identify`` calls ``text`` English only because the identifier is sure of no
+    language: its best guess was another one ("A domani, buona serata!": Italian, 0.54), or the
+    text has no letters. A short prompt in another language lands here, and so does English
+    jargon ("pin tokio to 1.38")."""
+    language, sure = _judge(text[:HEAD_CHARS])
+    return language == ENGLISH and not sure
 
 
 def of_terms(terms: Sequence[str]) -> str:

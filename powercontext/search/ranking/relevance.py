@@ -19,10 +19,10 @@ A candidate is admitted when ``similarity >= MIN_SIMILARITY``, or when ``lexical
 MIN_LEXICAL_SHARE`` and its similarity, if known, is at least ``MIN_LEXICAL_SIMILARITY``
 (lexical evidence needs a little agreement from meaning: one shared everyday word is not a
 topic). Without a similarity the lexical share decides alone. When the candidate is in another
-language than English (``languages``), meaning alone needs a higher similarity,
-``MIN_SIMILARITY_OTHER_LANGUAGES`` (``query_floor``): the model learned from English and finds
-unrelated texts in other languages alike, including a short prompt in that language that the
-identifier cannot tell from English ("A domani, buona serata!"). Thresholds are settings
+language than English (``languages``) and the query is not surely English, meaning alone needs
+a higher similarity, ``MIN_SIMILARITY_OTHER_LANGUAGES`` (``query_floor``): the model learned
+from English and finds unrelated texts in other languages alike, including a short prompt in
+that language that the identifier cannot tell from English ("A domani, buona serata!"). Thresholds are settings
 (``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
 """
 
@@ -89,11 +89,11 @@ def text_language(text: str) -> str:
 @dataclass(frozen=True)
 class QueryFloor:
     """The floors one query's candidates are judged by: ``base`` (the settings' floor), and
-    ``strict`` for a candidate in another language than English, whatever the query's: the
-    model finds unrelated texts in those languages alike, while an English note is read on the
-    English floor whatever the prompt's language (a French prompt, English notes: unrelated
-    pairs do not look alike; docs/retrieval.md, "Other languages"). ``strict`` is None when the
-    rule is off."""
+    ``strict`` for a candidate in another language than English: the model finds unrelated
+    texts in those languages alike, while an English note is read on the English floor whatever
+    the prompt's language (a French prompt, English notes: unrelated pairs do not look alike;
+    docs/retrieval.md, "Other languages"). ``strict`` is None for a query the identifier reads
+    as English (``query_floor``), and when the rule is off."""
 
     language: str
     base: Floor
@@ -121,10 +121,15 @@ class QueryFloor:
 
 
 def query_floor(query: str) -> QueryFloor:
-    """The floors for ``query``'s candidates (settings read per call)."""
+    """The floors for ``query``'s candidates (settings read per call): ``strict`` for its
+    candidates in another language than English unless the identifier reads the query as
+    English itself (``language_id.english_by_default``: a prompt English only by default may be a
+    short one in the notes' language)."""
     base, language = floor(), query_language(query)
     other = float(settings.POWERCONTEXT_RELEVANCE_MIN_SIMILARITY_OTHER_LANGUAGES)
     if base.off or other <= base.min_similarity:
+        return QueryFloor(language, base)
+    if language == languages.ENGLISH and not language_id.english_by_default(query):
         return QueryFloor(language, base)
     return QueryFloor(language, base, replace(base, min_similarity=other))
 
