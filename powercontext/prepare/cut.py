@@ -150,8 +150,13 @@ def estimate(row: Sequence[float], model: EvidenceModel = EVIDENCE_MODEL) -> flo
 
 def estimates(hits: Sequence[CutFigures], model: EvidenceModel = EVIDENCE_MODEL) -> list[float]:
     """The estimated chance that each hit (in ranking order) is evidence for the prompt."""
+    return estimates_of(figures(hits), model)
+
+
+def estimates_of(rows: Sequence[Sequence[float]], model: EvidenceModel = EVIDENCE_MODEL) -> list[float]:
+    """``estimate`` of each ``figures`` row."""
     coefficients = _coefficients(model)
-    return [_logistic(model.intercept, coefficients, row) for row in figures(hits)]
+    return [_logistic(model.intercept, coefficients, row) for row in rows]
 
 
 def _coefficients(model: EvidenceModel) -> tuple[float, ...]:

@@ -105,6 +105,8 @@ class ExplainReport:
     # ``feedback_target``) and the threshold used (0: off, or not a hybrid ranking).
     estimates: dict[str, float] = field(default_factory=dict)
     cut_threshold: float = 0.0
+    # What each estimate was computed from (``cut.FIGURES`` names -> values), same keys.
+    evidence_figures: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def cut_label(self) -> str:
@@ -121,6 +123,11 @@ class ExplainReport:
     def estimate(self, trace: Decision) -> float | None:
         value = self.estimates.get(feedback_target(trace.hit)) if trace.source == "memory" else None
         return round(value, 4) if value is not None else None
+
+    def figures(self, trace: Decision) -> dict[str, float] | None:
+        """The figures the hit's estimate was computed from (None: not judged)."""
+        found = self.evidence_figures.get(feedback_target(trace.hit)) if trace.source == "memory" else None
+        return {name: round(value, 4) for name, value in found.items()} if found is not None else None
 
     @property
     def feedback_label(self) -> str:
@@ -258,6 +265,7 @@ class ExplainReport:
         for row, trace in zip(body["candidates"], self.explanation.candidates, strict=True):
             row["feedback"] = self.feedback(trace)
             row["evidence_estimate"] = self.estimate(trace)
+            row["evidence_figures"] = self.figures(trace)
             if self.show_text:
                 row["text_preview"] = self.preview(trace)
         return body
@@ -308,4 +316,5 @@ def prepare_explain(*, scope_id: str, query: str, max_bytes: int, show_text: boo
         policy=feedback_selectors.policy(),
         estimates=found.estimates,
         cut_threshold=found.cut_threshold,
+        evidence_figures=found.evidence_figures,
     )

@@ -80,6 +80,8 @@ class ContextCandidates:
     # threshold it used (0: off or not applied).
     estimates: dict[str, float] = field(default_factory=dict)
     cut_threshold: float = 0.0
+    # The figures each estimate was computed from (``cut.FIGURES`` names -> values), same keys.
+    evidence_figures: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def memory_ref(revision: int) -> ArtifactRef:
@@ -257,11 +259,15 @@ def context_candidates(
     english = floors.language == languages.ENGLISH
     threshold = float(settings.POWERCONTEXT_PACK_CUT) if hybrid and english else 0.0
     estimates: dict[str, float] = {}
+    evidence_figures: dict[str, dict[str, float]] = {}
 
     def keep(kept: list[MemoryHit]) -> list[bool]:
         words = set(analyzer.analyze(query))
-        values = pack_cut.estimates([cut_figures(hit, words) for hit in kept])
-        estimates.update((feedback_target(hit), value) for hit, value in zip(kept, values, strict=True))
+        rows = pack_cut.figures([cut_figures(hit, words) for hit in kept])
+        values = pack_cut.estimates_of(rows)
+        for hit, row, value in zip(kept, rows, values, strict=True):
+            estimates[feedback_target(hit)] = value
+            evidence_figures[feedback_target(hit)] = dict(zip(pack_cut.FIGURES, row, strict=True))
         return pack_cut.keeps(values, threshold)
 
     memory_hits, memory_dropped = select(
@@ -279,6 +285,7 @@ def context_candidates(
         priors=priors,
         estimates=estimates,
         cut_threshold=threshold,
+        evidence_figures=evidence_figures,
     )
 
 

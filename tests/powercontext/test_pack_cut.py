@@ -196,6 +196,14 @@ def test_hits_below_the_threshold_leave_the_pack_and_explain_says_why(embeddings
     memory_rows = [row for row in body["candidates"] if row["source"] == "memory"]
     cut_rows = [row for row in memory_rows if row["reason"] == "below_pack_cut"]
     assert cut_rows and all(row["evidence_estimate"] < 0.5 for row in cut_rows)
+    for row in memory_rows:  # each estimate comes with the figures it was computed from
+        figures_of = row["evidence_figures"]
+        if row["evidence_estimate"] is None:
+            assert figures_of is None
+            continue
+        assert list(figures_of) == list(cut.FIGURES)
+        recomputed = cut.estimate([figures_of[name] for name in cut.FIGURES])
+        assert recomputed == pytest.approx(row["evidence_estimate"], abs=1e-3)
     admitted = [row for row in memory_rows if row["decision"] == "admitted"]
     assert all(row["evidence_estimate"] >= 0.5 for row in admitted[1:])
     table = io.StringIO()
