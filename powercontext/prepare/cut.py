@@ -27,12 +27,15 @@ only there: full-text-only rankings (BM25 scores, no similarity) and prompts in 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 LENGTH_CAP = 400  # characters: longer hits count as this long
 NEIGHBOUR_SPAN = 2  # entries either side in the head's order: a better hit there is a neighbour
-QUESTION_MARKS = ("?", "\uff1f")  # a hit holding one asks a question (ASCII and full-width)
+# A question: a full-width question mark, or an ASCII one that ends a sentence (followed by
+# the end, white space, a quote or a closing bracket; not "?" inside a URL's query string).
+_QUESTION = re.compile(r"\uff1f|\?(?=$|[\s\"')\]\u00bb\u201d])")
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,8 @@ def _near_better(places: Sequence[int | None], index: int) -> int:
 
 
 def asks(text: str) -> bool:
-    """Whether a hit's text asks a question (holds a question mark)."""
-    return any(mark in text for mark in QUESTION_MARKS)
+    """Whether a hit's text asks a question (a question mark that ends a sentence)."""
+    return ("?" in text or "\uff1f" in text) and _QUESTION.search(text) is not None
 
 
 def estimate(row: Sequence[float], model: EvidenceModel = EVIDENCE_MODEL) -> float:

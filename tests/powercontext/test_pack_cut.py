@@ -102,6 +102,10 @@ def test_what_the_cut_reads_of_a_hit() -> None:
     assert not read("Caroline: hi", matched_by=("neighbour",)).both_channels
     assert read("Caroline: what did you research?").asks
     assert read("Caroline: 研究は何でしたか\uff1f").asks  # full-width question mark
+    assert read('Did it pass? "No," said Bob.').asks
+    assert read("(did it pass?) no").asks
+    # A question mark inside a link's query string asks nothing.
+    assert not read("The dashboard is at https://grafana.example/d/db?orgId=1&refresh=30s now.").asks
     assert not read("Melanie: I researched it.").speaker  # a speaker the prompt does not name
     assert not read("I researched it with Caroline.").speaker  # no speaker label
     assert read("x", position=None).position is None
