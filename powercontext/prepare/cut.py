@@ -51,7 +51,7 @@ class EvidenceModel:
     lexical_share: float  # share of the query's word weight the hit covers (0 when not measured)
     length: float  # min(characters, LENGTH_CAP) / 100
     both_channels: float  # 1 when full text and vectors both found it
-    asks: float  # 1 when it holds a question mark
+    asks: float  # 1 when a question mark ends one of its sentences (``asks``)
     speaker: float  # 1 when it opens with a speaker label whose words the prompt names
     near_better: float  # better-placed hits within NEIGHBOUR_SPAN entries of it in the head
 

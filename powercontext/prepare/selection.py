@@ -193,7 +193,7 @@ def cut_figures(hit: MemoryHit, query_words: set[str]) -> CutFigures:
 
 
 def admits(hits: Sequence[Hit], floors: relevance.QueryFloor) -> list[bool]:
-    """Whether the relevance floor for this query (``floors.for_texts``) admits each hit."""
+    """Whether the relevance floor for this query (``floors.admits``) admits each hit."""
     return [floors.admits(_texts(hit), hit.similarity, hit.lexical_share) for hit in hits]
 
 
@@ -210,8 +210,8 @@ def context_candidates(
     statement). Every candidate then gets its raw similarity and lexical share and the floor
     for this query decides (``relevance.query_floor``: stricter on similarity when the
     candidate is in another language than English and the query not surely English); the
-    builder sees the same dataclasses either way. Only the admitted hits' feedback counters are read: they alone can
-    be held or weighed (``now``: the prior's clock, default the current time; the replay
+    builder sees the same dataclasses either way. Only the admitted hits' feedback counters are
+    read: they alone can be held or weighed (``now``: the prior's clock, default the current time; the replay
     evaluation passes simulated days). Last, on hybrid rankings of English prompts, the pack's cut (``prepare.cut``,
     ``POWERCONTEXT_PACK_CUT``) leaves out the Memory hits after the first whose evidence estimate
     is below the threshold: a related prompt gets as many items as its evidence needs.
