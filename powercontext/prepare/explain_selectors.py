@@ -17,6 +17,7 @@ from typing import Any
 from powercontext import search
 from powercontext.feedback import selectors as feedback_selectors
 from powercontext.feedback.prior import PriorPolicy, Usage
+from powercontext.prepare import cut as pack_cut
 from powercontext.prepare.builder import (
     EXPERIENCE_CANDIDATE_WINDOW,
     MEMORY_CANDIDATE_WINDOW,
@@ -105,8 +106,8 @@ class ExplainReport:
     # ``feedback_target``) and the threshold used (0: off, or not a hybrid ranking).
     estimates: dict[str, float] = field(default_factory=dict)
     cut_threshold: float = 0.0
-    # What each estimate was computed from (``cut.FIGURES`` names -> values), same keys.
-    evidence_figures: dict[str, dict[str, float]] = field(default_factory=dict)
+    # What each estimate was computed from (a ``cut.figures`` row), same keys.
+    evidence_figures: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def cut_label(self) -> str:
@@ -125,9 +126,11 @@ class ExplainReport:
         return round(value, 4) if value is not None else None
 
     def figures(self, trace: Decision) -> dict[str, float] | None:
-        """The figures the hit's estimate was computed from (None: not judged)."""
+        """The figures the hit's estimate was computed from, by name (None: not judged)."""
         found = self.evidence_figures.get(feedback_target(trace.hit)) if trace.source == "memory" else None
-        return {name: round(value, 4) for name, value in found.items()} if found is not None else None
+        if found is None:
+            return None
+        return {name: round(value, 4) for name, value in zip(pack_cut.FIGURES, found, strict=True)}
 
     @property
     def feedback_label(self) -> str:

@@ -80,8 +80,9 @@ class ContextCandidates:
     # threshold it used (0: off or not applied).
     estimates: dict[str, float] = field(default_factory=dict)
     cut_threshold: float = 0.0
-    # The figures each estimate was computed from (``cut.FIGURES`` names -> values), same keys.
-    evidence_figures: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The figures each estimate was computed from (a ``cut.figures`` row, in ``cut.FIGURES``
+    # order), same keys; only explain names them.
+    evidence_figures: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 def memory_ref(revision: int) -> ArtifactRef:
@@ -259,15 +260,16 @@ def context_candidates(
     english = floors.language == languages.ENGLISH
     threshold = float(settings.POWERCONTEXT_PACK_CUT) if hybrid and english else 0.0
     estimates: dict[str, float] = {}
-    evidence_figures: dict[str, dict[str, float]] = {}
+    evidence_figures: dict[str, tuple[float, ...]] = {}
 
     def keep(kept: list[MemoryHit]) -> list[bool]:
         words = set(analyzer.analyze(query))
         rows = pack_cut.figures([cut_figures(hit, words) for hit in kept])
         values = pack_cut.estimates_of(rows)
         for hit, row, value in zip(kept, rows, values, strict=True):
-            estimates[feedback_target(hit)] = value
-            evidence_figures[feedback_target(hit)] = dict(zip(pack_cut.FIGURES, row, strict=True))
+            target = feedback_target(hit)
+            estimates[target] = value
+            evidence_figures[target] = row
         return pack_cut.keeps(values, threshold)
 
     memory_hits, memory_dropped = select(

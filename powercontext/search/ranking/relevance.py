@@ -22,8 +22,8 @@ topic). Without a similarity the lexical share decides alone. When the candidate
 language than English (``languages``) and the query is not surely English, meaning alone needs
 a higher similarity, ``MIN_SIMILARITY_OTHER_LANGUAGES`` (``query_floor``): the model learned
 from English and finds unrelated texts in other languages alike, including a short prompt in
-that language that the identifier cannot tell from English ("A domani, buona serata!"). Thresholds are settings
-(``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
+that language that the identifier cannot tell from English ("A domani, buona serata!").
+Thresholds are settings (``POWERCONTEXT_RELEVANCE_*``), calibrated in ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
@@ -117,7 +117,9 @@ class QueryFloor:
             return self.base.admits(similarity, lexical_share)
         if not self.base.admits(similarity, lexical_share):
             return False
-        return self.strict.admits(similarity, lexical_share) or self.for_texts(texts) is self.base
+        if self.strict.admits(similarity, lexical_share):
+            return True
+        return text_language(" ".join(texts)) == languages.ENGLISH
 
 
 def query_floor(query: str) -> QueryFloor:
@@ -157,8 +159,8 @@ def rarity_weighted(
     weights: dict[analyzer.Group, float], words: Sequence[str], language: str
 ) -> dict[analyzer.Group, float]:
     """``weights`` (a query's IDF weights in the scope) scaled by how rare each word is in
-    general use of the query's ``language`` (``word_frequency.rarity``): in a small scope every word is
-    rare, so without it one shared everyday word ("natten", "libro") made a topic. A group takes
+    general use of the query's ``language`` (``word_frequency.rarity``): in a small scope every
+    word is rare, so without it one shared everyday word ("natten", "libro") made a topic. A group takes
     the rarest of the query's words that share its stem, and no more than its stem's rarity when
     the stem is itself a word: Danish "bager" (bakes) meets notes by the stem "bag", as common as
     the word "bag" (behind). English queries keep their weights."""
