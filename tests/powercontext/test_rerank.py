@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from powercontext.core.hits import MemoryHit
 from powercontext.core.models import MemoryMembership
@@ -172,7 +174,7 @@ def test_the_ranking_is_the_documented_one(embeddings: Any) -> None:
     for text in CHAT:
         memory_remember(scope_id="chat", kind="conversation", text=text)
     for query in QUERIES:
-        lexical, semantic, _ = fusion.one_head_rankings(
+        lexical, semantic, _, _ = fusion.one_head_rankings(
             "chat", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
         )
         assert semantic
@@ -200,7 +202,7 @@ def test_a_write_moves_the_head_and_what_was_kept_for_the_earlier_one_is_not_use
     query = "Which lake did they swim in?"
 
     def ranked() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        lexical, semantic, _ = fusion.one_head_rankings(
+        lexical, semantic, _, _ = fusion.one_head_rankings(
             "moved", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
         )
         got = rerank.rank_memory("moved", query, lexical, semantic or [], 32)
@@ -230,7 +232,7 @@ def test_the_index_rows_kept_per_head_are_bounded_and_the_ranking_stays_the_same
     query = "Which lake did they swim in?"
 
     def ranked() -> list[tuple[Any, ...]]:
-        lexical, semantic, _ = fusion.one_head_rankings(
+        lexical, semantic, _, _ = fusion.one_head_rankings(
             "bounded", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
         )
         rows = rerank.rank_memory("bounded", query, lexical, semantic or [], 32)
@@ -259,7 +261,7 @@ def test_each_hit_carries_its_place_in_the_head_s_order(embeddings: Any) -> None
     query = "Which lake did they swim in?"
 
     def placed() -> dict[str, int | None]:
-        lexical, semantic, _ = fusion.one_head_rankings(
+        lexical, semantic, _, _ = fusion.one_head_rankings(
             "placed", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
         )
         return {row.text: row.position for row in rerank.rank_memory("placed", query, lexical, semantic, 32)}
@@ -273,3 +275,35 @@ def test_each_hit_carries_its_place_in_the_head_s_order(embeddings: Any) -> None
     after = placed()
     assert CHAT[0] not in after
     assert after == {text: CHAT.index(text) - 1 for text in after}
+
+
+@pytest.mark.django_db
+def test_the_full_text_statement_s_document_frequencies_spare_reranking_a_statement(embeddings: Any) -> None:
+    """On PostgreSQL the ranking statement counts each query term's documents to rank; prepare's
+    reranking takes those counts (and the totals counted at the same head) instead of reading
+    them again: the same ranking, one statement fewer. SQLite's FTS5 counts its own: none given."""
+    for text in CHAT:
+        memory_remember(scope_id="counted", kind="conversation", text=text)
+    compared = 0
+    for query in [*QUERIES, "Did Ann ever ride a zeppelin?"]:
+        lexical, semantic, _, counted = fusion.one_head_rankings(
+            "counted", query, rerank.LEXICAL_DEPTH, rerank.VECTOR_DEPTH, 0
+        )
+        if connection.vendor != "postgresql" or not lexical:
+            assert counted is None, query
+            continue
+        terms = analyzer.query_terms(query, language_id.identify(query))
+        assert counted is not None and list(counted) == terms, query
+        assert counted == bm25.scope_figures(MEMORY_INDEX, "counted", terms).frequencies, query
+        if "zeppelin" in query:  # a word no entry holds counts 0 (the statement leaves it out)
+            assert counted[analyzer.index_term("zeppelin")] == 0
+        rerank.clear_cache()
+        with CaptureQueriesContext(connection) as given:
+            taken = rerank.rank_memory("counted", query, lexical, semantic or [], 32, counted)
+        rerank.clear_cache()
+        with CaptureQueriesContext(connection) as read:
+            counted_again = rerank.rank_memory("counted", query, lexical, semantic or [], 32)
+        assert taken == counted_again, query
+        assert len(given.captured_queries) == len(read.captured_queries) - 1, query
+        compared += 1
+    assert compared >= 5 or connection.vendor != "postgresql"

@@ -159,6 +159,12 @@ def scope_figures(
     key = (scope_id, revision) if revision is not None and index is MEMORY_INDEX else None
     with _totals_lock:
         cached = _totals.get(key) if key is not None else None
+    if cached is None and key is not None:
+        # PostgreSQL's ranking statement counted the same totals at this head (same rows).
+        with _lock:
+            statistics = _cache.get(scope_id)
+        if statistics is not None and statistics.head is not None and statistics.head[1] == revision:
+            cached = (int(statistics.count), statistics.average_length)
     if cached is not None and not terms:
         return ScopeFigures(cached[0], cached[1], {})
     tokens = analyzer.scope_tokens(scope_id, terms)

@@ -8,6 +8,7 @@ tokens, so they match the same rows and rank them alike.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,10 +50,17 @@ class Engine:
         raise NotImplementedError
 
     def top_sql(self, index: Index) -> str:
-        """SQL for the ``limit`` best matches of one scope: rows (doc_key, relevance), best
-        first, ties by key. Ranking happens inside the engine before any join, so its cost per
-        match stays that of the engine's own scoring."""
+        """SQL for the ``limit`` best matches of one scope: rows (doc_key, relevance, frequencies),
+        best first, ties by key. Ranking happens inside the engine before any join, so its cost
+        per match stays that of the engine's own scoring. ``frequencies``: where the engine counts
+        the query tokens' document frequencies to rank (PostgreSQL), those counts on every row
+        (``frequencies``), else NULL."""
         raise NotImplementedError
+
+    def frequencies(self, value: Any, count: int) -> list[int] | None:
+        """The document frequency of each of the statement's ``count`` query tokens, in order,
+        from a row's ``frequencies`` value; None when the engine does not count them."""
+        return None
 
     def top_params(
         self, index: Index, tokens: list[str], scope_id: str, limit: int, memory: bm25.Statistics | None
@@ -89,7 +97,8 @@ class SqliteEngine(Engine):
         # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
         fts = index.fts_table
         return (
-            f"SELECT {fts}.rowid AS doc_key, {bm25.fts5_relevance(fts)} AS relevance FROM {fts}"
+            f"SELECT {fts}.rowid AS doc_key, {bm25.fts5_relevance(fts)} AS relevance,"
+            f" NULL AS frequencies FROM {fts}"
             f" WHERE {fts} MATCH %s ORDER BY relevance DESC, {fts}.rowid LIMIT %s"
         )
 
@@ -136,8 +145,10 @@ class PostgresEngine(Engine):
         # holding any query token; a row's frequency of each query token is ts_rank_cd with all
         # weights 1 and that token alone (one cover per position, so exactly its position
         # count); document frequencies are counted over the same matched rows (tokens are
-        # scope-keyed, so they are the scope's); N and the average length are the scope's
-        # (Memory: cached figures from ``bm25``; Experience: counted here).
+        # scope-keyed, so they are the scope's) and returned on every row as a JSON object
+        # (token ordinal -> count; a token no row holds is absent), so that prepare's reranking
+        # does not count them again; N and the average length are the scope's (Memory: cached
+        # figures from ``bm25``; Experience: counted here).
         docs, key = index.model._meta.db_table, index.key
         score = bm25.postgres_term_score(
             n="stats.n", df="df.n", tf="tf.tf", length="tf.length", average="stats.avgdl"
@@ -151,7 +162,9 @@ class PostgresEngine(Engine):
             f" FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
             f" WHERE x.tf > 0),"
             f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
-            f" SELECT tf.doc_key, sum({score}) AS relevance FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
+            f" SELECT tf.doc_key, sum({score}) AS relevance,"
+            f" (SELECT json_object_agg(i, n::bigint) FROM df) AS frequencies"
+            f" FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
             f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
         )
 
@@ -176,6 +189,12 @@ class PostgresEngine(Engine):
 
     def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
         return bm25.memory_statistics(scope_id)
+
+    def frequencies(self, value: Any, count: int) -> list[int] | None:
+        counted = json.loads(value) if isinstance(value, str) else value
+        if not isinstance(counted, dict):
+            return None
+        return [int(counted.get(str(i), 0)) for i in range(1, count + 1)]
 
     def engine_problems(self, index: Index) -> list[str]:
         with connection.cursor() as cursor:

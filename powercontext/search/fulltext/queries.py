@@ -48,6 +48,9 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("head_pk", "bigint"),  # Memory: the head's row id (BM25 figures are valid for one head)
     ("content", "jsonb"),
     ("relevance", "real"),
+    # The engine's document frequency of each query token, where it counts them to rank
+    # (``Engine.frequencies``; the same value on every row of one ranked query).
+    ("frequencies", "text"),
 )
 
 
@@ -72,7 +75,12 @@ class _Ranked:
 
     def sql(self, db: Engine) -> str:
         docs, key = self.index.model._meta.db_table, self.index.key
-        expressions = {"src": f"'{self.tag}'", **self.select, "relevance": "top.relevance"}
+        expressions = {
+            "src": f"'{self.tag}'",
+            **self.select,
+            "relevance": "top.relevance",
+            "frequencies": "top.frequencies",
+        }
         columns = ", ".join(
             f"{expressions.get(name, f'CAST(NULL AS {null_type})')} AS {name}" for name, null_type in _COLUMNS
         )
@@ -174,14 +182,16 @@ def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceHit:
 
 def _search(
     scope_id: str, query: str, limits: list[tuple[_Ranked, int]], language: str | None = None
-) -> tuple[list[MemoryHit], list[ExperienceHit]]:
+) -> tuple[list[MemoryHit], list[ExperienceHit], dict[str, int] | None]:
     """Run the ranked queries with a positive limit as ONE statement (one snapshot); the query's
-    stop words are those of ``language`` (None: as ``language_id`` tells it)."""
+    stop words are those of ``language`` (None: as ``language_id`` tells it). The third value:
+    each query term's document frequency in the Memory index at the revision the Memory hits
+    cite, where the engine counted them to rank (None: it did not, or no Memory hit)."""
     told = language_id.identify(query) if language is None else language
     terms = analyzer.query_terms(query, told)
     wanted = [(ranked, limit) for ranked, limit in limits if limit >= 1]
     if not terms or not wanted:
-        return [], []
+        return [], [], None
     db = engine()
     tokens = analyzer.scope_tokens(scope_id, terms)
     sql = " UNION ALL ".join(
@@ -205,13 +215,16 @@ def _search(
         bm25.forget(scope_id)
     memory: list[MemoryHit] = []
     experience: list[ExperienceHit] = []
+    counted: dict[str, int] | None = None
     for record in records:
         score = _score(db.relevance(record["relevance"]))
         if record["src"] == _MEMORY_QUERY.tag:
+            if counted is None and (found := db.frequencies(record["frequencies"], len(tokens))) is not None:
+                counted = dict(zip(terms, found, strict=True))
             memory.append(_memory_row(record, score))
         else:
             experience.append(_experience_row(record, score))
-    return memory, experience
+    return memory, experience, counted
 
 
 def search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:
@@ -232,4 +245,15 @@ def search_context(
 ) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """Memory and Experience candidates for one prepare, read by one statement: one snapshot,
     one round trip. Each source keeps its own ranking and limit."""
+    memory, experience, _ = search_context_counted(
+        scope_id, query, memory_limit=memory_limit, experience_limit=experience_limit
+    )
+    return memory, experience
+
+
+def search_context_counted(
+    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+) -> tuple[list[MemoryHit], list[ExperienceHit], dict[str, int] | None]:
+    """``search_context`` and the query terms' Memory document frequencies its statement counted
+    (``_search``): prepare's reranking needs them and need not count them again."""
     return _search(scope_id, query, [(_MEMORY_QUERY, memory_limit), (_EXPERIENCE_QUERY, experience_limit)])

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from powercontext.core.hits import ExperienceHit, MemoryHit
-from powercontext.search.fulltext.queries import search_context, search_memory
+from powercontext.search.fulltext.queries import search_context, search_context_counted, search_memory
 from powercontext.search.vectors import embedding
 from powercontext.search.vectors.queries import vector_search_experience, vector_search_memory, vector_state
 from powercontext.search.vectors.vector_inprocess import ScopeState
@@ -101,7 +101,7 @@ def _hybrid_context(
 ) -> tuple[list[MemoryHit], list[ExperienceHit]]:
     """Both windows by fusion; the Experience full-text ranking is read to ``FUSION_DEPTH``."""
     depth = max(limit, FUSION_DEPTH)
-    lexical, semantic, experience = one_head_rankings(scope_id, query, depth, depth, experience_limit)
+    lexical, semantic, experience, _ = one_head_rankings(scope_id, query, depth, depth, experience_limit)
     # The head kept moving (no semantic ranking): lexical alone is consistent.
     memory = (
         fuse([(FTS_WEIGHT, lexical), (VECTOR_WEIGHT, semantic)], limit)
@@ -113,16 +113,18 @@ def _hybrid_context(
 
 def one_head_rankings(
     scope_id: str, query: str, lexical_depth: int, vector_depth: int, experience_limit: int
-) -> tuple[list[MemoryHit], list[MemoryHit] | None, list[ExperienceHit]]:
+) -> tuple[list[MemoryHit], list[MemoryHit] | None, list[ExperienceHit], dict[str, int] | None]:
     """Memory's full-text and vector rankings read from one head (up to three tries; the vector
-    ranking is None when the head kept moving), and the Experience window fused."""
+    ranking is None when the head kept moving), the Experience window fused, and the query
+    terms' Memory document frequencies at the full-text ranking's head where its statement
+    counted them (``search_context_counted``)."""
     experience_depth = max(experience_limit, FUSION_DEPTH)
     # Both families' vector freshness in one statement, read on the first try where the Memory
     # ranking read its head: the Experience key it holds serves the Experience ranking below
     # (which read it itself a moment later before); a retry reads the Memory head again.
     first: ScopeState | None = None
     for attempt in range(3):
-        lexical, experience = search_context(
+        lexical, experience, counted = search_context_counted(
             scope_id, query, memory_limit=lexical_depth, experience_limit=experience_depth
         )
         state = vector_state(scope_id) if attempt == 0 else None
@@ -138,7 +140,7 @@ def one_head_rankings(
         ],
         experience_limit,
     )
-    return lexical, semantic if consistent else None, experience
+    return lexical, semantic if consistent else None, experience, counted
 
 
 def hybrid_search_memory(scope_id: str, query: str, limit: int) -> list[MemoryHit]:

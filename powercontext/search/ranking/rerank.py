@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -251,9 +251,12 @@ def rank_memory(
     lexical: Sequence[MemoryHit],
     semantic: Sequence[MemoryHit],
     limit: int,
+    document_counts: Mapping[str, int] | None = None,
 ) -> list[MemoryHit]:
     """The fused, smoothed, annotated ranking of one head's full-text and vector rankings (both
-    citing one head revision), best first, at most ``limit`` rows."""
+    citing one head revision), best first, at most ``limit`` rows. ``document_counts``:
+    document frequencies of query terms the full-text ranking's statement counted at that head (not read
+    again)."""
     rows: dict[int, MemoryHit] = {}
     for row in (*lexical, *semantic):
         rows.setdefault(row.key, row)
@@ -269,7 +272,7 @@ def rank_memory(
     groups = analyzer.query_groups(words, language)
     query_terms = analyzer.forms(groups)
     known = rerank_state.head(scope_id, revision)
-    figures = rerank_state.figures(scope_id, query_terms, revision, known)
+    figures = rerank_state.figures(scope_id, query_terms, revision, known, document_counts)
     counted = rerank_state.index_counts(scope_id, [row.key for row in lexical], query_terms, known)
     lexical_scores = [bm25.score(figures, query_terms, row.text, counted.get(row.key)) for row in lexical]
     pool = list(
@@ -364,9 +367,9 @@ def ranked_context(
     rankings of one head (neighbour smoothing, speaker prior; rows annotated with their
     similarity and lexical share), Experience by ``fusion.fuse_experience`` as in
     ``fusion.hybrid_search_context``."""
-    lexical, semantic, experience = fusion.one_head_rankings(
+    lexical, semantic, experience, document_counts = fusion.one_head_rankings(
         scope_id, query, LEXICAL_DEPTH, VECTOR_DEPTH, experience_limit
     )
     # The head kept moving (no semantic ranking): lexical alone is consistent.
-    memory = rank_memory(scope_id, query, lexical, semantic or [], memory_limit)
+    memory = rank_memory(scope_id, query, lexical, semantic or [], memory_limit, document_counts)
     return memory, experience

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -196,18 +196,34 @@ def index_counts(
     return counted
 
 
-def figures(scope_id: str, terms: Sequence[str], revision: int, known: Head | None) -> bm25.ScopeFigures:
-    """``bm25.scope_figures`` of the Memory index for ``terms``; the frequencies ``known``
-    holds are not read again (none missing and the totals cached: no statement)."""
+def figures(
+    scope_id: str,
+    terms: Sequence[str],
+    revision: int,
+    known: Head | None,
+    counted: Mapping[str, int] | None = None,
+) -> bm25.ScopeFigures:
+    """``bm25.scope_figures`` of the Memory index for ``terms`` at the head ``revision``; the
+    frequencies ``known`` holds, and those ``counted`` at that revision by the full-text ranking's
+    statement, are not read again (none missing and the totals cached: no statement)."""
+    given = {term: counted[term] for term in terms if term in counted} if counted else {}
     if known is None:
-        return bm25.scope_figures(MEMORY_INDEX, scope_id, terms, revision)
+        missing = [term for term in terms if term not in given]
+        read = bm25.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
+        return bm25.ScopeFigures(
+            read.count,
+            read.average_length,
+            {term: given.get(term, read.frequencies.get(term, 0)) for term in terms},
+        )
     with _lock:
         frequencies = {term: known.frequencies[term] for term in terms if term in known.frequencies}
-    missing = [term for term in terms if term not in frequencies]
+    new = {term: df for term, df in given.items() if term not in frequencies}
+    missing = [term for term in terms if term not in frequencies and term not in new]
     read = bm25.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
-    if missing:
+    new.update(read.frequencies)
+    if new:
         with _lock:
-            known.frequencies.update(read.frequencies)
-        _grown(scope_id, known, sum(sys.getsizeof(term) + 100 for term in missing))
-        frequencies.update(read.frequencies)
+            known.frequencies.update(new)
+        _grown(scope_id, known, sum(sys.getsizeof(term) + 100 for term in new))
+        frequencies.update(new)
     return bm25.ScopeFigures(read.count, read.average_length, {term: frequencies[term] for term in terms})
