@@ -150,6 +150,13 @@ _totals: OrderedDict[tuple[str, int], tuple[int, float]] = OrderedDict()
 _totals_lock = threading.Lock()
 
 
+def _keep_totals(key: tuple[str, int], totals: tuple[int, float]) -> None:
+    with _totals_lock:
+        _totals[key] = totals
+        while len(_totals) > TOTALS_CACHE:
+            _totals.popitem(last=False)
+
+
 def scope_figures(
     index: Index, scope_id: str, terms: Sequence[str], revision: int | None = None
 ) -> ScopeFigures:
@@ -165,6 +172,7 @@ def scope_figures(
             statistics = _cache.get(scope_id)
         if statistics is not None and statistics.head is not None and statistics.head[1] == revision:
             cached = (int(statistics.count), statistics.average_length)
+            _keep_totals(key, cached)
     if cached is not None and not terms:
         return ScopeFigures(cached[0], cached[1], {})
     tokens = analyzer.scope_tokens(scope_id, terms)
@@ -178,10 +186,7 @@ def scope_figures(
         total, average, *counts = values
         cached = (int(total), float(average or 0.0))
         if key is not None:
-            with _totals_lock:
-                _totals[key] = cached
-                while len(_totals) > TOTALS_CACHE:
-                    _totals.popitem(last=False)
+            _keep_totals(key, cached)
     else:
         counts = values
     return ScopeFigures(cached[0], cached[1], {term: int(df) for term, df in zip(terms, counts, strict=True)})
