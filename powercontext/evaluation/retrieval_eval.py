@@ -184,7 +184,8 @@ def cited_entry_ids(content: str | None) -> set[str]:
     return set(memory_item_entry_ids(content))
 
 
-def _memory_text(text: str) -> str | None:
+def memory_text(text: str) -> str | None:
+    """``text`` as Memory would keep it (NFC, stripped), or None when empty or too long."""
     text = unicodedata.normalize("NFC", text).strip()
     if not text or len(text.encode("utf-8")) > MEMORY_TEXT_MAX_BYTES:
         return None
@@ -196,7 +197,7 @@ def remember_conversation(scope_id: str, turns: Iterable[Turn]) -> dict[str, str
     entries: dict[str, str] = {}
     by_text: dict[str, str] = {}
     for turn in turns:
-        text = _memory_text(turn.text)
+        text = memory_text(turn.text)
         if text is None:
             continue
         mutation = memory_remember(scope_id=scope_id, kind=KIND, text=text)

@@ -8,7 +8,9 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from powercontext.evaluation.bench.common import compare, interleaved, run_clients
+import pytest
+
+from powercontext.evaluation.bench.common import Texts, compare, interleaved, run_clients
 from powercontext.evaluation.bench.http import mixed_throughput
 
 
@@ -142,3 +144,16 @@ def test_mixed_throughput_asks_every_scope_the_same_queries_in_turn() -> None:
     assert result["errors"] == sum(1 for _, scope, _ in asked if scope == "broken")
     assert result["a_requests"] + result["b_requests"] + result["errors"] == len(asked)
     assert result["a_rps"] > 0 and result["b_rps"] > 0
+
+
+def test_texts_are_taken_in_turn_and_numbered_when_they_start_again() -> None:
+    texts = Texts(["Ann: hello", "Bob: hi"])
+    assert [texts.note() for _ in range(5)] == [
+        "Ann: hello",
+        "Bob: hi",
+        "Ann: hello (2)",
+        "Bob: hi (2)",
+        "Ann: hello (3)",
+    ]
+    with pytest.raises(ValueError):
+        Texts([])

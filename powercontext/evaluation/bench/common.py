@@ -7,7 +7,7 @@ import random
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 SCOPE = "bench-scope"
@@ -76,6 +76,23 @@ class Corpus:
     def query(self) -> str:
         # Three content words from the whole vocabulary (uniform): what a prompt shares with notes.
         return " ".join(self.random.sample(self.words, 3))
+
+
+class Texts:
+    """Notes taken in turn from given texts (a LoCoMo file's turns: what notes of a conversation
+    look like, ~35 word pieces each, against the synthetic ``Corpus``'s ~115); past the last text
+    they start again, numbered, so that no two notes are the same."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        if not texts:
+            raise ValueError("no texts to take notes from")
+        self.texts = list(texts)
+        self.taken = 0
+
+    def note(self) -> str:
+        turn, at = divmod(self.taken, len(self.texts))
+        self.taken += 1
+        return self.texts[at] if turn == 0 else f"{self.texts[at]} ({turn + 1})"
 
 
 def interleaved(

@@ -10,13 +10,13 @@ import logging
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import transaction
 
 from powercontext.core.models import MemoryEntryVector, MemoryMembership
-from powercontext.evaluation.bench.common import Corpus, load_average, percentile
+from powercontext.evaluation.bench.common import Corpus, Texts, load_average, percentile
 from powercontext.evaluation.bench.http import timed_prepares
 from powercontext.evaluation.bench.scope_copy import copy_scope
 from powercontext.memory.services import NewEntry, memory_apply_changes
@@ -25,7 +25,7 @@ from powercontext.search.vectors import embedding, pending
 CHUNK = 500  # entries per write transaction when seeding
 
 
-def seed(scope_id: str, count: int, corpus: Corpus, chunk: int = CHUNK) -> float:
+def seed(scope_id: str, count: int, corpus: Corpus | Texts, chunk: int = CHUNK) -> float:
     """Write ``count`` new notes to ``scope_id`` in transactions of ``chunk``; returns seconds."""
     started = time.perf_counter()
     written = 0
@@ -53,19 +53,22 @@ def backlog(scope_id: str) -> int:
     )
 
 
-def bench_catch_up(entries: int, out: Callable[[str], None], scope_id: str | None = None) -> dict[str, Any]:
+def bench_catch_up(
+    entries: int, out: Callable[[str], None], scope_id: str | None = None, texts: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Write ``entries`` notes in bulk with the embedder running (this process's thread, the
     embedded default; the same ``embed_pending`` a Celery worker runs), then wait until every
     one has a vector. Reports the seeding time, the backlog at the last write, the catch-up time
-    after it and the rates. The model is loaded and warmed before the clock starts."""
+    after it and the rates. The model is loaded and warmed before the clock starts. The notes
+    are the synthetic ``Corpus``'s, or taken in turn from ``texts`` (``Texts``)."""
     if not embedding.warm_up():
         raise RuntimeError("the embedding model is unavailable: nothing to catch up")
     model = embedding.embedder()
     assert model is not None
     scope = scope_id or f"scale-catch-up-{time.time_ns()}"
-    corpus = Corpus(seed=35)
-    texts = [corpus.note() for _ in range(200)]
-    tokens = sum(len(model._tokenizer.encode(text).ids) for text in texts) / len(texts)
+    corpus: Corpus | Texts = Corpus(seed=35) if texts is None else Texts(texts)
+    sample = [corpus.note() for _ in range(200)] if texts is None else list(texts)
+    tokens = sum(len(model._tokenizer.encode(text).ids) for text in sample) / len(sample)
     load_before = load_average()
     cpu_before = time.process_time()
     started = time.perf_counter()
@@ -81,6 +84,7 @@ def bench_catch_up(entries: int, out: Callable[[str], None], scope_id: str | Non
     threads = getattr(embedding, "embed_threads", lambda: 1)()
     result = {
         "entries": entries,
+        "notes": "synthetic" if texts is None else "texts",
         "vectors": stored,
         "embed_threads": threads,
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),

@@ -6,6 +6,8 @@ embedder running, then waits until every one has a vector: the seeding time, the
 last write and the catch-up time after it (entries/s), one worker process
 (``powercontext.evaluation.bench.scale``). The model is loaded before the clock starts.
 
+With ``--locomo PATH`` the notes are a LoCoMo-format file's turns (``Speaker: text``, ~35 word
+pieces each against the synthetic notes' ~115; taken in turn, numbered when they start again).
 ``--sections threads``: the embedder one model run at a time (as before issue 35) against
 several at once (``POWERCONTEXT_EMBED_THREADS``), interleaved over ``--rounds`` rounds of
 ``--round-entries`` entries per mode on fresh scopes: entries/s of each, and CPU ms per entry.
@@ -48,6 +50,25 @@ from powercontext.evaluation.bench.scale import (
     bench_threads,
     fleet,
 )
+from powercontext.evaluation.retrieval_eval import memory_text, parse_conversations
+
+
+def _locomo_turns(path: str) -> list[str]:
+    """Each distinct turn of a LoCoMo-format file as the evaluation remembers it (``Speaker: text``)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            conversations = parse_conversations(json.load(handle))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"--locomo: cannot read {path} as a LoCoMo file ({type(exc).__name__})") from exc
+    texts = [
+        text
+        for conversation in conversations
+        for turn in conversation.turns
+        if (text := memory_text(turn.text))
+    ]
+    if not texts:
+        raise CommandError("--locomo: the file has no turns")
+    return list(dict.fromkeys(texts))
 
 
 class Command(BaseCommand):
@@ -58,6 +79,11 @@ class Command(BaseCommand):
             "--sections", default="catch_up", help="comma-separated: catch_up, threads, prepare, fleet"
         )
         parser.add_argument("--entries", type=int, default=10000, help="notes written for the catch-up")
+        parser.add_argument(
+            "--locomo",
+            help="catch_up section: take the notes from this LoCoMo-format file's turns (in turn, numbered"
+            " when they start again) instead of the synthetic corpus",
+        )
         parser.add_argument("--rounds", type=int, default=4, help="threads section: interleaved rounds")
         parser.add_argument(
             "--round-entries", type=int, default=400, help="threads section: entries per mode and round"
@@ -85,7 +111,8 @@ class Command(BaseCommand):
         sections = {s.strip() for s in options["sections"].split(",") if s.strip()}
         results: dict[str, Any] = {"database": connection.vendor, "load_average_start": load_average()}
         if "catch_up" in sections:
-            results["catch_up"] = bench_catch_up(options["entries"], self.stdout.write)
+            texts = _locomo_turns(options["locomo"]) if options["locomo"] else None
+            results["catch_up"] = bench_catch_up(options["entries"], self.stdout.write, texts=texts)
         if "threads" in sections:
             results["threads"] = bench_threads(options["round_entries"], options["rounds"], self.stdout.write)
         if "prepare" in sections:
