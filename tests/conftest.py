@@ -164,15 +164,18 @@ def _embedding_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
     So every other test runs the fallback the product takes when the model cannot load (writes
     skip the vector step, ``auto`` = ``fts``, ``vector``/``hybrid`` unsupported), and the tests
     that ask for the model share one real instance per run (it loads in ~0.3 s)."""
+    from powercontext.search.fulltext import bm25
     from powercontext.search.vectors import embedding, vector_cache
 
     wanted = "embeddings" in request.fixturenames
     monkeypatch.setattr(embedding, "load_embedder", _shared_model if wanted else _unavailable_model)
     embedding.reset()
     vector_cache.clear_cache()
+    bm25.clear_cache()  # figures kept per (scope, head revision): another test's scope had those
     yield
     embedding.reset()
     vector_cache.clear_cache()
+    bm25.clear_cache()
 
 
 @pytest.fixture(autouse=True)

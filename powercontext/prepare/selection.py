@@ -218,14 +218,16 @@ def context_candidates(
     is below the threshold: a related prompt gets as many items as its evidence needs.
     """
     hybrid = search.best_mode(query) == "hybrid"
-    find = rerank.ranked_context if hybrid else search.search_context
-    memory_found, experience_found = find(
-        scope_id,
-        query,
-        memory_limit=memory_limit * RELEVANCE_DEPTH_FACTOR,
-        experience_limit=experience_limit * RELEVANCE_DEPTH_FACTOR,
-    )
-    memory_found = relevance.annotate_memory(scope_id, query, memory_found)
+    limits = {
+        "memory_limit": memory_limit * RELEVANCE_DEPTH_FACTOR,
+        "experience_limit": experience_limit * RELEVANCE_DEPTH_FACTOR,
+    }
+    counted: dict[str, int] | None = None  # full text only: the statement's document frequencies
+    if hybrid:
+        memory_found, experience_found = rerank.ranked_context(scope_id, query, **limits)
+    else:
+        memory_found, experience_found, counted = search.search_context_counted(scope_id, query, **limits)
+    memory_found = relevance.annotate_memory(scope_id, query, memory_found, counted)
     experience_found = relevance.annotate_experience(scope_id, query, experience_found)
     floors = relevance.query_floor(query)
     memory_admitted = admits(memory_found, floors)

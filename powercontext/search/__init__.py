@@ -50,7 +50,12 @@ if TYPE_CHECKING:
         REBUILD_BATCH,
         Index,
     )
-    from powercontext.search.fulltext.queries import search_context, search_experience, search_memory
+    from powercontext.search.fulltext.queries import (
+        search_context,
+        search_context_counted,
+        search_experience,
+        search_memory,
+    )
     from powercontext.search.maintenance import index_experience_head, index_memberships, unindex_memberships
     from powercontext.search.ranking.fusion import (
         available_modes,
@@ -83,6 +88,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "REBUILD_BATCH": ("powercontext.search.fulltext.indexes", "REBUILD_BATCH"),
     "Index": ("powercontext.search.fulltext.indexes", "Index"),
     "search_context": ("powercontext.search.fulltext.queries", "search_context"),
+    "search_context_counted": ("powercontext.search.fulltext.queries", "search_context_counted"),
     "search_experience": ("powercontext.search.fulltext.queries", "search_experience"),
     "search_memory": ("powercontext.search.fulltext.queries", "search_memory"),
     "vector_search_memory": ("powercontext.search.vectors.queries", "vector_search_memory"),
@@ -140,6 +146,7 @@ __all__ = [
     "rebuild_index",
     "rebuild_vectors",
     "search_context",
+    "search_context_counted",
     "search_experience",
     "search_memory",
     "scopes_missing_vectors",

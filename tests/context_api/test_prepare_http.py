@@ -176,7 +176,7 @@ def test_an_unreachable_database_is_503(api: Api, monkeypatch: pytest.MonkeyPatc
     def down(*args: Any, **kwargs: Any) -> Any:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(search, "search_context", down)
+    monkeypatch.setattr(search, "search_context_counted", down)
     response = prepare(api, "repo", "anything")
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "runtime_not_ready"

@@ -323,3 +323,43 @@ def test_speaker_labels_used_by_the_ranking() -> None:  # neighbours: test_reran
     assert rerank.speaker_named("Mary Ann: hi", {"mary", "ann"}) and not rerank.speaker_named(
         "Mary Ann: hi", {"ann"}
     )
+
+
+@pytest.mark.django_db
+def test_by_words_alone_the_scope_s_totals_are_counted_once_per_head_and_the_statement_s_counts_reused() -> (
+    None
+):
+    """Without the model (and for every prompt the model cannot read) the lexical shares are
+    weighed in the selection: the scope's totals (reading every index row of the scope) are
+    counted once per Memory head, and on PostgreSQL the document frequencies come with the
+    ranked read. The shares are those of figures counted afresh."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from powercontext.search.fulltext import bm25
+
+    remember_all("weighed", NOTES)
+    query = "which broker does celery use for tasks?"
+    hits = context_candidates(
+        scope_id="weighed", query=query, memory_limit=16, experience_limit=8
+    ).memory_hits
+    assert hits
+    fresh = relevance.annotate_memory("weighed", query, search.search_memory("weighed", query, 32))
+    bm25.clear_cache()
+    counted = relevance.annotate_memory("weighed", query, search.search_memory("weighed", query, 32))
+    assert [row.lexical_share for row in counted] == pytest.approx([row.lexical_share for row in fresh])
+
+    def statements() -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            context_candidates(scope_id="weighed", query=query, memory_limit=16, experience_limit=8)
+        return [entry["sql"] for entry in captured.captured_queries]
+
+    totals = "avg(length)"  # the statement of the scope's totals
+    assert not any(totals in sql for sql in statements())  # kept for this head
+    memory_remember(scope_id="weighed", kind="note", text="Celery retries failed tasks three times.")
+    after_write = statements()
+    assert sum(totals in sql for sql in after_write) == 1  # once for the new head, on both databases
+    assert not any(totals in sql for sql in statements())
+    term_counts = "@@" if connection.vendor == "postgresql" else "MATCH"
+    # PostgreSQL: one ranked read counts the terms too; SQLite: the ranked read and the counts.
+    assert sum(term_counts in sql for sql in statements()) == (1 if connection.vendor == "postgresql" else 2)

@@ -40,8 +40,6 @@ def fresh_process() -> None:
     vector_cache.clear_cache()
     rerank.clear_cache()
     bm25.clear_cache()
-    with bm25._totals_lock:
-        bm25._totals.clear()
 
 
 def cached(scope: str) -> set[str]:

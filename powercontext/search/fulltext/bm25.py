@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,11 +158,22 @@ def _keep_totals(key: tuple[str, int], totals: tuple[int, float]) -> None:
 
 
 def scope_figures(
-    index: Index, scope_id: str, terms: Sequence[str], revision: int | None = None
+    index: Index,
+    scope_id: str,
+    terms: Sequence[str],
+    revision: int | None = None,
+    counted: Mapping[str, int] | None = None,
 ) -> ScopeFigures:
     """The scope's figures in ``index`` for ``terms`` (index terms), read by one statement; with
     the Memory head ``revision`` the rows were read at, the document count and average length
-    are cached for it (only the term counts are read)."""
+    are cached for it (only the term counts are read). ``counted``: document frequencies
+    already counted at that revision (by PostgreSQL's ranking statement), not read again: with
+    every term counted and the totals known, no statement at all."""
+    given = {term: counted[term] for term in terms if term in counted} if counted else {}
+    if given:
+        wanted = [term for term in terms if term not in given]
+        read = scope_figures(index, scope_id, wanted, revision)
+        return ScopeFigures(read.count, read.average_length, {**given, **read.frequencies})
     key = (scope_id, revision) if revision is not None and index is MEMORY_INDEX else None
     with _totals_lock:
         cached = _totals.get(key) if key is not None else None
@@ -217,10 +228,12 @@ _COUNT_SQL = (
 
 
 def clear_cache() -> None:
-    """Forget every scope's ``memory_statistics`` (a rebuild may change index rows without a head
-    move)."""
+    """Forget every scope's ``memory_statistics`` and the totals ``scope_figures`` keeps per head
+    (a rebuild may change index rows without a head move)."""
     with _lock:
         _cache.clear()
+    with _totals_lock:
+        _totals.clear()
 
 
 def forget(scope_id: str) -> None:

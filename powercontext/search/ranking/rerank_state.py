@@ -206,24 +206,15 @@ def figures(
     """``bm25.scope_figures`` of the Memory index for ``terms`` at the head ``revision``; the
     frequencies ``known`` holds, and those ``counted`` at that revision by the full-text ranking's
     statement, are not read again (none missing and the totals cached: no statement)."""
-    given = {term: counted[term] for term in terms if term in counted} if counted else {}
     if known is None:
-        missing = [term for term in terms if term not in given]
-        read = bm25.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
-        return bm25.ScopeFigures(
-            read.count,
-            read.average_length,
-            {term: given.get(term, read.frequencies.get(term, 0)) for term in terms},
-        )
+        return bm25.scope_figures(MEMORY_INDEX, scope_id, terms, revision, counted)
     with _lock:
         frequencies = {term: known.frequencies[term] for term in terms if term in known.frequencies}
-    new = {term: df for term, df in given.items() if term not in frequencies}
-    missing = [term for term in terms if term not in frequencies and term not in new]
-    read = bm25.scope_figures(MEMORY_INDEX, scope_id, missing, revision)
-    new.update(read.frequencies)
-    if new:
+    missing = [term for term in terms if term not in frequencies]
+    read = bm25.scope_figures(MEMORY_INDEX, scope_id, missing, revision, counted)
+    if missing:
         with _lock:
-            known.frequencies.update(new)
-        _grown(scope_id, known, sum(sys.getsizeof(term) + 100 for term in new))
-        frequencies.update(new)
+            known.frequencies.update(read.frequencies)
+        _grown(scope_id, known, sum(sys.getsizeof(term) + 100 for term in missing))
+        frequencies.update(read.frequencies)
     return bm25.ScopeFigures(read.count, read.average_length, {term: frequencies[term] for term in terms})
