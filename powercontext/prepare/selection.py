@@ -212,10 +212,11 @@ def context_candidates(
     for this query decides (``relevance.query_floor``: stricter on similarity when the
     candidate is in another language than English and the query not surely English); the
     builder sees the same dataclasses either way. Only the admitted hits' feedback counters are
-    read: they alone can be held or weighed (``now``: the prior's clock, default the current time; the replay
-    evaluation passes simulated days). Last, on hybrid rankings of English prompts, the pack's cut (``prepare.cut``,
-    ``POWERCONTEXT_PACK_CUT``) leaves out the Memory hits after the first whose evidence estimate
-    is below the threshold: a related prompt gets as many items as its evidence needs.
+    read: they alone can be held or weighed (``now``: the prior's clock, default the current
+    time; the replay evaluation passes simulated days). Last, on hybrid rankings of English
+    prompts, the pack's cut (``prepare.cut``, ``POWERCONTEXT_PACK_CUT``) leaves out the Memory
+    hits after the first whose evidence estimate is below the threshold: a related prompt gets
+    as many items as its evidence needs.
     """
     hybrid = search.best_mode(query) == "hybrid"
     limits = {

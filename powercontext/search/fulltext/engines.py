@@ -53,8 +53,8 @@ class Engine:
         """SQL for the ``limit`` best matches of one scope: rows (doc_key, relevance, frequencies),
         best first, ties by key. Ranking happens inside the engine before any join, so its cost
         per match stays that of the engine's own scoring. ``frequencies``: where the engine counts
-        the query tokens' document frequencies to rank (PostgreSQL), those counts on every row
-        (``frequencies``), else NULL."""
+        the query tokens' document frequencies to rank (PostgreSQL's Memory ranking), those
+        counts on every row (``frequencies``), else NULL."""
         raise NotImplementedError
 
     def frequencies(self, value: Any, count: int) -> list[int] | None:
@@ -145,13 +145,19 @@ class PostgresEngine(Engine):
         # holding any query token; a row's frequency of each query token is ts_rank_cd with all
         # weights 1 and that token alone (one cover per position, so exactly its position
         # count); document frequencies are counted over the same matched rows (tokens are
-        # scope-keyed, so they are the scope's) and returned on every row as a JSON object
-        # (token ordinal -> count; a token no row holds is absent), so that prepare's reranking
-        # does not count them again; N and the average length are the scope's (Memory: cached
+        # scope-keyed, so they are the scope's) and, for Memory, returned on every row as a JSON
+        # object (token ordinal -> count; a token no row holds is absent), so that prepare does
+        # not count them again; N and the average length are the scope's (Memory: cached
         # figures from ``bm25``; Experience: counted here).
         docs, key = index.model._meta.db_table, index.key
         score = bm25.postgres_term_score(
             n="stats.n", df="df.n", tf="tf.tf", length="tf.length", average="stats.avgdl"
+        )
+        # Only prepare's Memory reranking reads the counts: the Experience ranking returns none.
+        frequencies = (
+            "(SELECT json_object_agg(i, n::bigint) FROM df)"
+            if index is MEMORY_INDEX
+            else "CAST(NULL AS json)"
         )
         return (
             f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
@@ -163,7 +169,7 @@ class PostgresEngine(Engine):
             f" WHERE x.tf > 0),"
             f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
             f" SELECT tf.doc_key, sum({score}) AS relevance,"
-            f" (SELECT json_object_agg(i, n::bigint) FROM df) AS frequencies"
+            f" {frequencies} AS frequencies"
             f" FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
             f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
         )

@@ -168,10 +168,10 @@ def rarity_weighted(
 ) -> dict[analyzer.Group, float]:
     """``weights`` (a query's IDF weights in the scope) scaled by how rare each word is in
     general use of the query's ``language`` (``word_frequency.rarity``): in a small scope every
-    word is rare, so without it one shared everyday word ("natten", "libro") made a topic. A group takes
-    the rarest of the query's words that share its stem, and no more than its stem's rarity when
-    the stem is itself a word: Danish "bager" (bakes) meets notes by the stem "bag", as common as
-    the word "bag" (behind). English queries keep their weights."""
+    word is rare, so without it one shared everyday word ("natten", "libro") made a topic. A
+    group takes the rarest of the query's words that share its stem, and no more than its stem's
+    rarity when the stem is itself a word: Danish "bager" (bakes) meets notes by the stem "bag",
+    as common as the word "bag" (behind). English queries keep their weights."""
     if language == languages.ENGLISH or not weights:
         return weights
     rarest: dict[str, float] = {}

@@ -478,8 +478,9 @@ def rank_experience(
     ``limit`` heads are read together; if the key is the cached one those heads are the answer,
     else the change is read and the ranking done again. With ``key_text`` (the key just read by
     ``scope_state``) only the heads are read, and nothing when the scope has no vectors. Cold:
-    every row, then the heads. A head not recallable at its vector's revision (a write since the vectors were read) is passed over
-    for the next best, so the answer is the ranking of the rows the heads read agrees with."""
+    every row, then the heads. A head not recallable at its vector's revision (a write since the
+    vectors were read) is passed over for the next best, so the answer is the ranking of the
+    rows the heads read agrees with."""
     if limit < 1:
         return []
     cached = _experience_cache.get(scope_id)
