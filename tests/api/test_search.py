@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.search.fulltext import analyzer, language_id
+from powercontext.search.fulltext import analyzer, engines, language_id
 from tests.api.helpers import (
     assert_error,
     assert_invalid,
@@ -180,6 +180,34 @@ def test_both_engines_rank_by_bm25_rare_terms_and_short_entries_first(api: Any) 
     assert len(hits) == sum(1 for score in expected if score > 0)
     for hit in hits:
         assert hit["score"] == pytest.approx(by_text[hit["text"]] / (1 + by_text[hit["text"]]), rel=1e-5)
+
+
+@pytest.mark.parametrize("way", ["by_token", "by_lexeme"])
+def test_a_long_query_ranks_by_the_same_bm25_either_way_its_frequencies_are_counted(
+    api: Any, way: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PostgreSQL counts a row's term frequencies per (row, token) for short queries and from the
+    # row's lexemes for long ones (engines.ROW_BY_TOKEN_MAX_TOKENS): both give FTS5's BM25 for
+    # every matched entry, a term repeated in an entry counted as often as it appears.
+    monkeypatch.setattr(engines, "ROW_BY_TOKEN_MAX_TOKENS", 1000 if way == "by_token" else 0)
+    texts = [
+        "deploy deploy deploy deploy the service",
+        "deploy the service on friday after the long weekly review of everything",
+        "rollback deploy",
+        "water the office plants, then water them again on friday",
+        *FILLER,
+    ]
+    make_memory(api, SCOPE, *texts)
+    query = "deploy rollback friday service weekly review water office plants lunch noon weather mild"
+    assert len(analyzer.query_terms(query, language_id.identify(query))) > 8
+    expected = _bm25(texts, query)
+    matching = sorted((i for i, score in enumerate(expected) if score > 0), key=lambda i: (-expected[i], i))
+
+    hits = api.search(SCOPE, query, limit=20)["hits"]
+
+    assert [hit["text"] for hit in hits] == [texts[i] for i in matching]
+    for hit, i in zip(hits, matching, strict=True):
+        assert hit["score"] == pytest.approx(expected[i] / (1 + expected[i]), rel=1e-5)
 
 
 def test_a_query_of_only_stop_words_still_matches_them(api: Any) -> None:

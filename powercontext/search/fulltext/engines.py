@@ -19,6 +19,10 @@ from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
+# PostgreSQL's term frequencies: per (row, token) up to this many query tokens, per row's lexemes
+# above it (``PostgresEngine._term_frequencies``; the two cost the same at ~8 tokens on notes of
+# ~30 distinct words).
+ROW_BY_TOKEN_MAX_TOKENS = 8
 
 
 def document_tokens(scope_id: str, terms: Sequence[str]) -> list[str]:
@@ -49,9 +53,9 @@ class Engine:
         caller checks that ``token`` occurs in them at all (most do not: no need to split)."""
         raise NotImplementedError
 
-    def top_sql(self, index: Index) -> str:
-        """SQL for the ``limit`` best matches of one scope: rows (doc_key, relevance, frequencies),
-        best first, ties by key. Ranking happens inside the engine before any join, so its cost
+    def top_sql(self, index: Index, tokens: int) -> str:
+        """SQL for the ``limit`` best matches of one scope for a query of ``tokens`` tokens: rows
+        (doc_key, relevance, frequencies), best first, ties by key. Ranking happens inside the engine before any join, so its cost
         per match stays that of the engine's own scoring. ``frequencies``: where the engine counts
         the query tokens' document frequencies to rank (PostgreSQL's Memory ranking), those
         counts on every row (``frequencies``), else NULL."""
@@ -93,7 +97,7 @@ class SqliteEngine(Engine):
     def token_count(self, terms: str, token: str) -> int:
         return terms.split().count(token)  # space-separated tokens
 
-    def top_sql(self, index: Index) -> str:
+    def top_sql(self, index: Index, tokens: int) -> str:
         # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
         fts = index.fts_table
         return (
@@ -140,11 +144,11 @@ class PostgresEngine(Engine):
         positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
         return positions.count(",") + 1
 
-    def top_sql(self, index: Index) -> str:
+    def top_sql(self, index: Index, tokens: int) -> str:
         # BM25 as FTS5 computes it, over the matched rows only: the GIN index finds the rows
-        # holding any query token; a row's frequency of each query token is ts_rank_cd with all
-        # weights 1 and that token alone (one cover per position, so exactly its position
-        # count); document frequencies are counted over the same matched rows (tokens are
+        # holding any query token; a row's frequency of each query token is the number of
+        # positions its tsvector holds for the token (``_term_frequencies``); document
+        # frequencies are counted over the same matched rows (tokens are
         # scope-keyed, so they are the scope's) and, for Memory, returned on every row as a JSON
         # object (token ordinal -> count; a token no row holds is absent), so that prepare does
         # not count them again; N and the average length are the scope's (Memory: cached
@@ -163,15 +167,38 @@ class PostgresEngine(Engine):
             f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
             f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
             f" stats AS ({self._statistics_sql(index)}),"
-            f" tf AS (SELECT * FROM (SELECT m.doc_key, m.length, q.i,"
-            f" ts_rank_cd('{{1,1,1,1}}', m.document, q.term)::float8 AS tf"
-            f" FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
-            f" WHERE x.tf > 0),"
+            f" tf AS ({self._term_frequencies(tokens)}),"
             f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
             f" SELECT tf.doc_key, sum({score}) AS relevance,"
             f" {frequencies} AS frequencies"
             f" FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
             f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
+        )
+
+    @staticmethod
+    def _term_frequencies(tokens: int) -> str:
+        """(doc_key, length, i, tf) for each matched row and query token ``i`` it holds, tf its
+        position count, by one of two ways with the same result, chosen by the query's size.
+
+        Up to ``ROW_BY_TOKEN_MAX_TOKENS`` tokens: ``ts_rank_cd`` of each token alone with all
+        weights 1 (one cover of weight 1 per position: exactly the position count), rows x
+        tokens calls. Above it: each row's lexemes (``unnest``) joined to the tokens on
+        equality, one pass over each row's lexemes whatever the query's length. A call of
+        ``ts_rank_cd`` costs a tenth of a row's ``unnest``; a long prompt's tokens make it the
+        dearer (a 10,000-entry scope, 64 tokens: 742 against 183 ms; docs/retrieval.md, "BM25
+        on PostgreSQL", "Long prompts")."""
+        if tokens <= ROW_BY_TOKEN_MAX_TOKENS:
+            return (
+                "SELECT * FROM (SELECT m.doc_key, m.length, q.i,"
+                " ts_rank_cd('{1,1,1,1}', m.document, q.term)::float8 AS tf"
+                " FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
+                " WHERE x.tf > 0"
+            )
+        return (
+            "SELECT m.doc_key, m.length, q.i, cardinality(u.positions)::float8 AS tf"
+            " FROM matched m CROSS JOIN LATERAL unnest(m.document) AS u(lexeme, positions, weights)"
+            " JOIN unnest(%s::text[]) WITH ORDINALITY AS q(term, i) ON q.term = u.lexeme"
+            " WHERE cardinality(u.positions) > 0"
         )
 
     @staticmethod
