@@ -14,7 +14,7 @@ from powercontext.core.models import MemorySearchDocument
 from powercontext.memory import services as memory_services
 from powercontext.memory.selectors import memory_search
 from powercontext.search import tasks
-from powercontext.search.fulltext import analyzer
+from powercontext.search.fulltext import analyzer, engines
 from tests.powercontext.factories import citation_of, make_memory
 
 QUERIES = ["deploy database", "迁移", "🚀", "cafe\u0301", "tests", "note 7", "rollback plan"]
@@ -133,18 +133,47 @@ def test_verify_detects_missing_and_extra_rows() -> None:
 
 
 @pytest.mark.django_db
-def test_verify_detects_engine_level_corruption_on_sqlite() -> None:
-    if connection.vendor != "sqlite":
-        # PostgreSQL derives the tsvector with a generated column: it cannot drift.
-        assert all(search.engine().engine_problems(index) == [] for index in search.INDEXES)
-        return
+def test_verify_detects_engine_level_corruption_and_repairs_it() -> None:
+    # SQLite: the FTS5 table; PostgreSQL: the Memory postings (migration 0024; its tsvector is a
+    # generated column and cannot drift).
     seed_history()
+    assert search.verify_index().ok  # the engine followed every add, revision and retirement
     with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO memory_fts(rowid, terms) VALUES (999999, 'kbogus')")
+        if connection.vendor == "sqlite":
+            cursor.execute("INSERT INTO memory_fts(rowid, terms) VALUES (999999, 'kbogus')")
+        else:
+            cursor.execute(f"INSERT INTO {engines.POSTINGS} VALUES ('kbogus', 999999, 1, 1)")
+            cursor.execute(
+                f"DELETE FROM {engines.POSTINGS} WHERE ctid IN (SELECT ctid FROM {engines.POSTINGS} LIMIT 1)"
+            )
     report = search.verify_index()
     assert report.engine and not report.ok
+    if connection.vendor == "postgresql":
+        assert report.engine == ["memory: 2 postings differ from the documents"]
     search.verify_index(repair=True)
     assert search.verify_index().ok
+    assert (
+        memory_search(scope_id="alpha", query="rollback plan", limit=5)
+        .hits[0]
+        .text.startswith("rollback plan")
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_engine_follows_updates_and_truncation_of_the_index_rows() -> None:
+    seed_history()
+    db = search.engine()
+    row = MemorySearchDocument.objects.filter(scope_id="alpha").order_by("pk").first()
+    stored, length = db.document("alpha", analyzer.analyze("zeppelin hangar"))
+    MemorySearchDocument.objects.filter(pk=row.pk).update(terms=stored, length=length)
+    assert db.engine_problems(search.INDEXES[0]) == []
+    assert [hit.key for hit in memory_search(scope_id="alpha", query="zeppelin", limit=5).hits] == [row.pk]
+    with connection.cursor() as cursor:
+        table = MemorySearchDocument._meta.db_table
+        cursor.execute(f"TRUNCATE {table}" if connection.vendor == "postgresql" else f"DELETE FROM {table}")
+    assert db.engine_problems(search.INDEXES[0]) == []
+    assert memory_search(scope_id="alpha", query="zeppelin", limit=5).hits == []
+    assert memory_search(scope_id="alpha", query="rollback plan", limit=5).hits == []
 
 
 @pytest.mark.django_db

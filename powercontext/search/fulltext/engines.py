@@ -23,6 +23,8 @@ MAX_POSITION = 16383
 # above it (``PostgresEngine._term_frequencies``; the two cost the same at ~8 tokens on notes of
 # ~30 distinct words).
 ROW_BY_TOKEN_MAX_TOKENS = 8
+# PostgreSQL's Memory postings (migration 0024).
+POSTINGS = "powercontext_memoryposting"
 
 
 def document_tokens(scope_id: str, terms: Sequence[str]) -> list[str]:
@@ -145,30 +147,37 @@ class PostgresEngine(Engine):
         return positions.count(",") + 1
 
     def top_sql(self, index: Index, tokens: int) -> str:
-        # BM25 as FTS5 computes it, over the matched rows only: the GIN index finds the rows
-        # holding any query token; a row's frequency of each query token is the number of
-        # positions its tsvector holds for the token (``_term_frequencies``); document
-        # frequencies are counted over the same matched rows (tokens are
-        # scope-keyed, so they are the scope's) and, for Memory, returned on every row as a JSON
-        # object (token ordinal -> count; a token no row holds is absent), so that prepare does
-        # not count them again; N and the average length are the scope's (Memory: cached
-        # figures from ``bm25``; Experience: counted here).
+        # BM25 as FTS5 computes it, over the documents holding a query token: for Memory, each
+        # token's postings (``POSTINGS``: one row per token and document with the token's
+        # position count and the document's length, kept by triggers; migration 0024) read by
+        # an index-only scan; for Experience (few rows a scope) the GIN index finds the rows
+        # and their tsvectors give the counts (``_term_frequencies``). Document frequencies are
+        # counted over the same rows (tokens are scope-keyed, so they are the scope's) and, for
+        # Memory, returned on every row as a JSON object (token ordinal -> count; a token no row
+        # holds is absent), so that prepare does not count them again; N and the average length
+        # are the scope's (Memory: cached figures from ``bm25``; Experience: counted here).
         docs, key = index.model._meta.db_table, index.key
         score = bm25.postgres_term_score(
             n="stats.n", df="df.n", tf="tf.tf", length="tf.length", average="stats.avgdl"
         )
-        # Only prepare's Memory reranking reads the counts: the Experience ranking returns none.
-        frequencies = (
-            "(SELECT json_object_agg(i, n::bigint) FROM df)"
-            if index is MEMORY_INDEX
-            else "CAST(NULL AS json)"
-        )
+        if index is MEMORY_INDEX:  # only prepare's Memory reranking reads the counts
+            counted = (
+                f"WITH stats AS ({self._statistics_sql(index)}),"
+                " tf AS (SELECT p.doc_key, p.length, q.i, p.tf::float8 AS tf"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS q(term, i)"
+                f" JOIN {POSTINGS} p ON p.token = q.term),"
+            )
+            frequencies = "(SELECT json_object_agg(i, n::bigint) FROM df)"
+        else:
+            counted = (
+                f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
+                f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
+                f" stats AS ({self._statistics_sql(index)}),"
+                f" tf AS ({self._term_frequencies(tokens)}),"
+            )
+            frequencies = "CAST(NULL AS json)"
         return (
-            f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
-            f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
-            f" stats AS ({self._statistics_sql(index)}),"
-            f" tf AS ({self._term_frequencies(tokens)}),"
-            f" df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
+            f"{counted} df AS (SELECT i, count(*)::float8 AS n FROM tf GROUP BY i)"
             f" SELECT tf.doc_key, sum({score}) AS relevance,"
             f" {frequencies} AS frequencies"
             f" FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
@@ -215,10 +224,8 @@ class PostgresEngine(Engine):
     ) -> list[Any]:
         if index is MEMORY_INDEX:
             figures = memory or bm25.memory_statistics(scope_id)
-            stats: list[Any] = [figures.count, max(figures.average_length, 1e-9)]
-        else:
-            stats = [scope_id]
-        return [" | ".join(tokens), scope_id, *stats, tokens, limit]
+            return [figures.count, max(figures.average_length, 1e-9), tokens, limit]
+        return [" | ".join(tokens), scope_id, scope_id, tokens, limit]
 
     def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
         return bm25.memory_statistics(scope_id)
@@ -230,12 +237,39 @@ class PostgresEngine(Engine):
         return [int(counted.get(str(i), 0)) for i in range(1, count + 1)]
 
     def engine_problems(self, index: Index) -> list[str]:
+        docs = index.model._meta.db_table
+        problems = []
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*) FROM {index.model._meta.db_table} WHERE document IS DISTINCT FROM terms::tsvector"
-            )
+            cursor.execute(f"SELECT count(*) FROM {docs} WHERE document IS DISTINCT FROM terms::tsvector")
             (count,) = cursor.fetchone()
-        return [f"{index.name}: {count} tsvector values differ from their terms"] if count else []
+            if count:
+                problems.append(f"{index.name}: {count} tsvector values differ from their terms")
+            if index is MEMORY_INDEX:
+                cursor.execute(
+                    f"SELECT count(*) FROM (({_EXPECTED_POSTINGS} EXCEPT ALL {_STORED_POSTINGS})"
+                    f" UNION ALL ({_STORED_POSTINGS} EXCEPT ALL {_EXPECTED_POSTINGS})) x"
+                )
+                (count,) = cursor.fetchone()
+                if count:
+                    problems.append(f"{index.name}: {count} postings differ from the documents")
+        return problems
+
+    def repair_engine(self, index: Index) -> None:
+        """Refill the Memory postings from the documents (the caller's transaction)."""
+        if index is MEMORY_INDEX:
+            with connection.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {POSTINGS}")
+                cursor.execute(f"INSERT INTO {POSTINGS} (token, doc_key, tf, length) {_EXPECTED_POSTINGS}")
+
+
+# What the postings of every Memory index row are (``POSTINGS``' columns), and what they hold.
+_EXPECTED_POSTINGS = (
+    "SELECT u.lexeme, d.membership_id, cardinality(u.positions), d.length"
+    " FROM powercontext_memorysearchdocument d"
+    " CROSS JOIN LATERAL unnest(d.document) AS u(lexeme, positions, weights)"
+    " WHERE cardinality(u.positions) > 0"
+)
+_STORED_POSTINGS = f"SELECT token, doc_key, tf, length FROM {POSTINGS}"
 
 
 def engine() -> Engine:
