@@ -23,42 +23,32 @@ from ._engines import run_for_vendor
 DOCS = "powercontext_memorysearchdocument"
 POSTINGS = "powercontext_memoryposting"
 
+# The postings of the rows a statement added (``added``) and removed (``removed``).
+ADD = f"""INSERT INTO {POSTINGS} (token, doc_key, tf, length)
+    SELECT u.lexeme, n.membership_id, cardinality(u.positions), n.length
+    FROM added n CROSS JOIN LATERAL unnest(n.document) AS u(lexeme, positions, weights)
+    WHERE cardinality(u.positions) > 0;"""
+REMOVE = f"""DELETE FROM {POSTINGS} p USING removed o,
+    LATERAL unnest(o.document) AS u(lexeme, positions, weights)
+    WHERE p.token = u.lexeme AND p.doc_key = o.membership_id;"""
+
+
+def trigger_function(name: str, body: str) -> str:
+    return (
+        f"CREATE FUNCTION {POSTINGS}_{name}() RETURNS trigger LANGUAGE plpgsql AS $$"
+        f" BEGIN {body} RETURN NULL; END $$"
+    )
+
+
 FORWARD = {
     "sqlite": [],
     "postgresql": [
         f"CREATE TABLE {POSTINGS} (token text NOT NULL, doc_key bigint NOT NULL,"
         " tf integer NOT NULL, length integer NOT NULL)",
-        f"""CREATE FUNCTION {POSTINGS}_add() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                INSERT INTO {POSTINGS} (token, doc_key, tf, length)
-                SELECT u.lexeme, n.membership_id, cardinality(u.positions), n.length
-                FROM added n CROSS JOIN LATERAL unnest(n.document) AS u(lexeme, positions, weights)
-                WHERE cardinality(u.positions) > 0;
-                RETURN NULL;
-            END $$""",
-        f"""CREATE FUNCTION {POSTINGS}_remove() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                DELETE FROM {POSTINGS} p USING removed o,
-                    LATERAL unnest(o.document) AS u(lexeme, positions, weights)
-                WHERE p.token = u.lexeme AND p.doc_key = o.membership_id;
-                RETURN NULL;
-            END $$""",
-        f"""CREATE FUNCTION {POSTINGS}_replace() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                DELETE FROM {POSTINGS} p USING removed o,
-                    LATERAL unnest(o.document) AS u(lexeme, positions, weights)
-                WHERE p.token = u.lexeme AND p.doc_key = o.membership_id;
-                INSERT INTO {POSTINGS} (token, doc_key, tf, length)
-                SELECT u.lexeme, n.membership_id, cardinality(u.positions), n.length
-                FROM added n CROSS JOIN LATERAL unnest(n.document) AS u(lexeme, positions, weights)
-                WHERE cardinality(u.positions) > 0;
-                RETURN NULL;
-            END $$""",
-        f"""CREATE FUNCTION {POSTINGS}_clear() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                TRUNCATE {POSTINGS};
-                RETURN NULL;
-            END $$""",
+        trigger_function("add", ADD),
+        trigger_function("remove", REMOVE),
+        trigger_function("replace", REMOVE + " " + ADD),
+        trigger_function("clear", f"TRUNCATE {POSTINGS};"),
         f"CREATE TRIGGER {POSTINGS}_ai AFTER INSERT ON {DOCS} REFERENCING NEW TABLE AS added"
         f" FOR EACH STATEMENT EXECUTE FUNCTION {POSTINGS}_add()",
         f"CREATE TRIGGER {POSTINGS}_ad AFTER DELETE ON {DOCS} REFERENCING OLD TABLE AS removed"
