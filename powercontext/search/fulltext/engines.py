@@ -164,7 +164,7 @@ class PostgresEngine(Engine):
             counted = (
                 f"WITH stats AS ({self._statistics_sql(index)}),"
                 " tf AS (SELECT p.doc_key, p.length, q.i, p.tf::float8 AS tf"
-                " FROM unnest(%s::text[]) WITH ORDINALITY AS q(term, i)"
+                " FROM jsonb_array_elements_text(%s::jsonb) WITH ORDINALITY AS q(term, i)"
                 f" JOIN {POSTINGS} p ON p.token = q.term),"
             )
             frequencies = "(SELECT json_object_agg(i, n::bigint) FROM df)"
@@ -224,7 +224,11 @@ class PostgresEngine(Engine):
     ) -> list[Any]:
         if index is MEMORY_INDEX:
             figures = memory or bm25.memory_statistics(scope_id)
-            return [figures.count, max(figures.average_length, 1e-9), tokens, limit]
+            # The tokens as a JSON array: the planner estimates it alike whatever its length
+            # and values, so the statement's generic plan costs what a custom one does and is
+            # kept (an array literal's length and values made every plan custom: planned again
+            # on every prepare).
+            return [figures.count, max(figures.average_length, 1e-9), json.dumps(tokens), limit]
         return [" | ".join(tokens), scope_id, scope_id, tokens, limit]
 
     def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
