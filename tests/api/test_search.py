@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from powercontext.search.fulltext import analyzer, engines, language_id
+from powercontext.search.fulltext import analyzer, language_id
 from tests.api.helpers import (
     assert_error,
     assert_invalid,
@@ -182,14 +182,10 @@ def test_both_engines_rank_by_bm25_rare_terms_and_short_entries_first(api: Any) 
         assert hit["score"] == pytest.approx(by_text[hit["text"]] / (1 + by_text[hit["text"]]), rel=1e-5)
 
 
-@pytest.mark.parametrize("way", ["by_token", "by_lexeme"])
-def test_a_long_query_ranks_by_the_same_bm25_either_way_its_frequencies_are_counted(
-    api: Any, way: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # PostgreSQL counts a row's term frequencies per (row, token) for short queries and from the
-    # row's lexemes for long ones (engines.ROW_BY_TOKEN_MAX_TOKENS): both give FTS5's BM25 for
-    # every matched entry, a term repeated in an entry counted as often as it appears.
-    monkeypatch.setattr(engines, "ROW_BY_TOKEN_MAX_TOKENS", 1000 if way == "by_token" else 0)
+def test_a_long_query_ranks_by_the_same_bm25(api: Any) -> None:
+    # A prompt of many words ranks every matched entry by FTS5's BM25 on both engines (PostgreSQL
+    # reads each query token's postings), a term repeated in an entry counted as often as it
+    # appears.
     texts = [
         "deploy deploy deploy deploy the service",
         "deploy the service on friday after the long weekly review of everything",

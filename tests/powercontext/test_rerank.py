@@ -17,7 +17,7 @@ from powercontext.core.hits import MemoryHit
 from powercontext.core.models import MemoryMembership
 from powercontext.memory import services as memory_services
 from powercontext.memory.services import memory_remember
-from powercontext.search.fulltext import analyzer, bm25, engines, language_id
+from powercontext.search.fulltext import analyzer, bm25, language_id
 from powercontext.search.fulltext.indexes import MEMORY_INDEX
 from powercontext.search.ranking import fusion, relevance, rerank, rerank_state
 from powercontext.search.vectors import embedding, vector_inprocess
@@ -285,7 +285,7 @@ def test_the_full_text_statement_s_document_frequencies_spare_reranking_a_statem
     for text in CHAT:
         memory_remember(scope_id="counted", kind="conversation", text=text)
     compared = 0
-    long_prompt = (  # more than engines.ROW_BY_TOKEN_MAX_TOKENS tokens: the other tf statement
+    long_prompt = (  # many tokens: the counts of every one come back
         "Ann and Bob talked about the greyhound Pixel on the sofa, the park, the yellow kitchen,"
         " the white ceiling, pottery classes downtown, kayaking on the lake and a zeppelin"
     )
@@ -299,7 +299,7 @@ def test_the_full_text_statement_s_document_frequencies_spare_reranking_a_statem
         terms = analyzer.query_terms(query, language_id.identify(query))
         assert counted is not None and list(counted) == terms, query
         assert counted == bm25.scope_figures(MEMORY_INDEX, "counted", terms).frequencies, query
-        assert query != long_prompt or len(terms) > engines.ROW_BY_TOKEN_MAX_TOKENS
+        assert query != long_prompt or len(terms) > 8
         if "zeppelin" in query:  # a word no entry holds counts 0 (the statement leaves it out)
             assert counted[analyzer.index_term("zeppelin")] == 0
         rerank.clear_cache()

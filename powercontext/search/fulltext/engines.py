@@ -19,10 +19,6 @@ from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
-# PostgreSQL's term frequencies: per (row, token) up to this many query tokens, per row's lexemes
-# above it (``PostgresEngine._term_frequencies``; the two cost the same at ~8 tokens on notes of
-# ~30 distinct words).
-ROW_BY_TOKEN_MAX_TOKENS = 8
 # PostgreSQL's Memory postings (migration 0024).
 POSTINGS = "powercontext_memoryposting"
 
@@ -55,8 +51,8 @@ class Engine:
         caller checks that ``token`` occurs in them at all (most do not: no need to split)."""
         raise NotImplementedError
 
-    def top_sql(self, index: Index, tokens: int) -> str:
-        """SQL for the ``limit`` best matches of one scope for a query of ``tokens`` tokens: rows
+    def top_sql(self, index: Index) -> str:
+        """SQL for the ``limit`` best matches of one scope for the query's tokens: rows
         (doc_key, relevance, frequencies), best first, ties by key. Ranking happens inside the engine before any join, so its cost
         per match stays that of the engine's own scoring. ``frequencies``: where the engine counts
         the query tokens' document frequencies to rank (PostgreSQL's Memory ranking), those
@@ -99,7 +95,7 @@ class SqliteEngine(Engine):
     def token_count(self, terms: str, token: str) -> int:
         return terms.split().count(token)  # space-separated tokens
 
-    def top_sql(self, index: Index, tokens: int) -> str:
+    def top_sql(self, index: Index) -> str:
         # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
         fts = index.fts_table
         return (
@@ -146,12 +142,14 @@ class PostgresEngine(Engine):
         positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
         return positions.count(",") + 1
 
-    def top_sql(self, index: Index, tokens: int) -> str:
+    def top_sql(self, index: Index) -> str:
         # BM25 as FTS5 computes it, over the documents holding a query token: for Memory, each
         # token's postings (``POSTINGS``: one row per token and document with the token's
         # position count and the document's length, kept by triggers; migration 0024) read by
         # an index-only scan; for Experience (few rows a scope) the GIN index finds the rows
-        # and their tsvectors give the counts (``_term_frequencies``). Document frequencies are
+        # and each row's lexemes joined to the tokens give the counts (one pass over a row's
+        # lexemes whatever the prompt's length: docs/retrieval.md, "Long prompts"). Both read
+        # the tokens as a JSON array (see ``top_params``). Document frequencies are
         # counted over the same rows (tokens are scope-keyed, so they are the scope's) and, for
         # Memory, returned on every row as a JSON object (token ordinal -> count; a token no row
         # holds is absent), so that prepare does not count them again; N and the average length
@@ -163,8 +161,7 @@ class PostgresEngine(Engine):
         if index is MEMORY_INDEX:  # only prepare's Memory reranking reads the counts
             counted = (
                 f"WITH stats AS ({self._statistics_sql(index)}),"
-                " tf AS (SELECT p.doc_key, p.length, q.i, p.tf::float8 AS tf"
-                " FROM jsonb_array_elements_text(%s::jsonb) WITH ORDINALITY AS q(term, i)"
+                f" tf AS (SELECT p.doc_key, p.length, q.i, p.tf::float8 AS tf FROM {_QUERY_TOKENS}"
                 f" JOIN {POSTINGS} p ON p.token = q.term),"
             )
             frequencies = "(SELECT json_object_agg(i, n::bigint) FROM df)"
@@ -173,7 +170,9 @@ class PostgresEngine(Engine):
                 f"WITH matched AS (SELECT t.{key} AS doc_key, t.length, t.document FROM {docs} t"
                 f" WHERE t.document @@ %s::tsquery AND t.scope_id = %s),"
                 f" stats AS ({self._statistics_sql(index)}),"
-                f" tf AS ({self._term_frequencies(tokens)}),"
+                " tf AS (SELECT m.doc_key, m.length, q.i, cardinality(u.positions)::float8 AS tf"
+                " FROM matched m CROSS JOIN LATERAL unnest(m.document) AS u(lexeme, positions, weights)"
+                f" JOIN {_QUERY_TOKENS} ON q.term = u.lexeme WHERE cardinality(u.positions) > 0),"
             )
             frequencies = "CAST(NULL AS json)"
         return (
@@ -182,32 +181,6 @@ class PostgresEngine(Engine):
             f" {frequencies} AS frequencies"
             f" FROM tf JOIN df ON df.i = tf.i CROSS JOIN stats"
             f" GROUP BY tf.doc_key ORDER BY relevance DESC, tf.doc_key LIMIT %s"
-        )
-
-    @staticmethod
-    def _term_frequencies(tokens: int) -> str:
-        """(doc_key, length, i, tf) for each matched row and query token ``i`` it holds, tf its
-        position count, by one of two ways with the same result, chosen by the query's size.
-
-        Up to ``ROW_BY_TOKEN_MAX_TOKENS`` tokens: ``ts_rank_cd`` of each token alone with all
-        weights 1 (one cover of weight 1 per position: exactly the position count), rows x
-        tokens calls. Above it: each row's lexemes (``unnest``) joined to the tokens on
-        equality, one pass over each row's lexemes whatever the query's length. A call of
-        ``ts_rank_cd`` costs a tenth of a row's ``unnest``; a long prompt's tokens make it the
-        dearer (a 10,000-entry scope, 64 tokens: 742 against 183 ms; docs/retrieval.md, "BM25
-        on PostgreSQL", "Long prompts")."""
-        if tokens <= ROW_BY_TOKEN_MAX_TOKENS:
-            return (
-                "SELECT * FROM (SELECT m.doc_key, m.length, q.i,"
-                " ts_rank_cd('{1,1,1,1}', m.document, q.term)::float8 AS tf"
-                " FROM matched m CROSS JOIN unnest(%s::tsquery[]) WITH ORDINALITY AS q(term, i)) x"
-                " WHERE x.tf > 0"
-            )
-        return (
-            "SELECT m.doc_key, m.length, q.i, cardinality(u.positions)::float8 AS tf"
-            " FROM matched m CROSS JOIN LATERAL unnest(m.document) AS u(lexeme, positions, weights)"
-            " JOIN unnest(%s::text[]) WITH ORDINALITY AS q(term, i) ON q.term = u.lexeme"
-            " WHERE cardinality(u.positions) > 0"
         )
 
     @staticmethod
@@ -222,14 +195,15 @@ class PostgresEngine(Engine):
     def top_params(
         self, index: Index, tokens: list[str], scope_id: str, limit: int, memory: bm25.Statistics | None
     ) -> list[Any]:
+        # The tokens as a JSON array: the planner estimates it alike whatever its length and
+        # values, so the statement's generic plan costs what a custom one does and is kept (an
+        # array literal's length and values made every plan custom: planned again on every
+        # prepare).
+        listed = json.dumps(tokens)
         if index is MEMORY_INDEX:
             figures = memory or bm25.memory_statistics(scope_id)
-            # The tokens as a JSON array: the planner estimates it alike whatever its length
-            # and values, so the statement's generic plan costs what a custom one does and is
-            # kept (an array literal's length and values made every plan custom: planned again
-            # on every prepare).
-            return [figures.count, max(figures.average_length, 1e-9), json.dumps(tokens), limit]
-        return [" | ".join(tokens), scope_id, scope_id, tokens, limit]
+            return [figures.count, max(figures.average_length, 1e-9), listed, limit]
+        return [" | ".join(tokens), scope_id, scope_id, listed, limit]
 
     def memory_statistics(self, scope_id: str) -> bm25.Statistics | None:
         return bm25.memory_statistics(scope_id)
@@ -266,10 +240,12 @@ class PostgresEngine(Engine):
                 cursor.execute(f"INSERT INTO {POSTINGS} (token, doc_key, tf, length) {_EXPECTED_POSTINGS}")
 
 
+# The query's tokens, numbered from 1 in order: (term, i).
+_QUERY_TOKENS = "jsonb_array_elements_text(%s::jsonb) WITH ORDINALITY AS q(term, i)"
 # What the postings of every Memory index row are (``POSTINGS``' columns), and what they hold.
 _EXPECTED_POSTINGS = (
     "SELECT u.lexeme, d.membership_id, cardinality(u.positions), d.length"
-    " FROM powercontext_memorysearchdocument d"
+    f" FROM {MEMORY_INDEX.model._meta.db_table} d"
     " CROSS JOIN LATERAL unnest(d.document) AS u(lexeme, positions, weights)"
     " WHERE cardinality(u.positions) > 0"
 )

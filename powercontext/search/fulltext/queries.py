@@ -73,7 +73,7 @@ class _Ranked:
         if unknown:
             raise ValueError(f"{self.tag}: unknown columns {sorted(unknown)}")
 
-    def sql(self, db: Engine, tokens: int) -> str:
+    def sql(self, db: Engine) -> str:
         docs, key = self.index.model._meta.db_table, self.index.key
         expressions = {
             "src": f"'{self.tag}'",
@@ -86,7 +86,7 @@ class _Ranked:
         )
         return (
             f"SELECT {columns}"
-            f" FROM ({db.top_sql(self.index, tokens)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
+            f" FROM ({db.top_sql(self.index)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
             f" WHERE d.scope_id = %s AND {self.where}"
         )
 
@@ -195,7 +195,7 @@ def _search(
     db = engine()
     tokens = analyzer.scope_tokens(scope_id, terms)
     sql = " UNION ALL ".join(
-        f"SELECT * FROM ({ranked.sql(db, len(tokens))}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
+        f"SELECT * FROM ({ranked.sql(db)}) AS q{n}" for n, (ranked, _) in enumerate(wanted)
     )
     sql += " ORDER BY src, relevance DESC, pk"
     ranks_memory = any(ranked is _MEMORY_QUERY for ranked, _ in wanted)
