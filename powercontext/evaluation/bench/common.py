@@ -77,6 +77,19 @@ class Corpus:
         # Three content words from the whole vocabulary (uniform): what a prompt shares with notes.
         return " ".join(self.random.sample(self.words, 3))
 
+    def common_query(self, words: int = 3, among: int = 50) -> str:
+        """``words`` of the ``among`` words the notes use most (in the default corpus each is in
+        3-60 % of the notes): a prompt of a scope's everyday words ("test", "deploy", "error"),
+        which matches a large share of its notes."""
+        return " ".join(self.random.sample(self.words[:among], words))
+
+    def paragraph(self, words: int = 40) -> str:
+        """``words`` distinct words drawn as the notes draw theirs: a pasted paragraph."""
+        chosen: dict[str, None] = {}
+        while len(chosen) < words:
+            chosen.update(dict.fromkeys(self.random.choices(self.words, weights=self.weights, k=words)))
+        return " ".join(list(chosen)[:words])
+
 
 class Texts:
     """Notes taken in turn from given texts (a LoCoMo file's turns: what notes of a conversation

@@ -144,8 +144,11 @@ def bench_prepare_sizes(
 ) -> dict[str, Any]:
     """For each size a fresh scope seeded in bulk and embedded (this process's embedder), then,
     against the server at ``url`` (same database): hybrid prepare with ``clients`` concurrent
-    clients on new prompts (p50 / p99 / rps) and sequential remember p50; the ratios largest vs
-    smallest size."""
+    clients on new prompts (p50 / p99 / rps) — three words from the whole vocabulary (rare in
+    the scope: ``prepare``), three of the scope's most used words (``prepare_common_words``: each
+    matches a large share of the notes) and 40 words drawn as the notes draw theirs
+    (``prepare_paragraph``) — and sequential
+    remember p50; the ratios largest vs smallest size."""
     corpus = Corpus(seed=135)
     run = time.time_ns()
     rows: dict[str, Any] = {}
@@ -159,11 +162,15 @@ def bench_prepare_sizes(
         queries = [corpus.query() for _ in range(4000)]
         _http_prepare(url, scope, [corpus.query() for _ in range(200)], clients, 3)  # warm the workers
         prepare = _http_prepare(url, scope, queries, clients, seconds)
+        common = _http_prepare(url, scope, [corpus.common_query() for _ in range(4000)], clients, seconds)
+        paragraph = _http_prepare(url, scope, [corpus.paragraph() for _ in range(4000)], clients, seconds)
         remember = _http_remember(url, scope, corpus, samples)
         rows[str(size)] = {
             "seed_seconds": round(seed_seconds, 1),
             "embed_seconds": round(embed_seconds, 1),
             "prepare": prepare,
+            "prepare_common_words": common,
+            "prepare_paragraph": paragraph,
             "remember_p50_ms": round(remember, 2),
             "load_average": load_average(),
         }
