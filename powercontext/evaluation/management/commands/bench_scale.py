@@ -15,8 +15,10 @@ several at once (``POWERCONTEXT_EMBED_THREADS``), interleaved over ``--rounds`` 
 ``--sections prepare --url http://127.0.0.1:PORT`` (a gunicorn on the same database, started
 without the token requirement as for ``bench_http``): for each of ``--sizes`` (1,000 and
 100,000) a fresh scope seeded the same way and embedded, then hybrid prepare on new prompts with
-``--clients`` (8) concurrent clients for ``--seconds`` (p50 / p99 / requests per second) and
-``--samples`` sequential remembers (p50), and the ratios largest vs smallest size.
+``--clients`` (8) concurrent clients for ``--seconds`` (p50 / p99 / requests per second) — three
+words almost no note holds, three of the scope's most used words, a 40-word paragraph, each for
+``--seconds`` — and ``--samples`` sequential remembers (p50), and the ratios largest vs smallest
+size (rare-word prompts).
 
 ``--sections fleet --url … --server-pid PID`` (the gunicorn's master, ``-w 4``, started with a
 small ``POWERCONTEXT_VECTOR_CACHE_MB`` and ``POWERCONTEXT_OPERATOR_TOKEN``, the same token in
