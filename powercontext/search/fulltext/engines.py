@@ -1,9 +1,10 @@
 """Search engines by database vendor: how index rows are stored and how matches are ranked.
 
 SQLite keeps the terms in an FTS5 table and ranks with its ``bm25``; PostgreSQL keeps a
-``tsvector`` with a GIN index and ranks with the same BM25 formula and constants computed in SQL
-over the matched rows (per-scope statistics; both from ``bm25``). Both index the same scope-keyed
-tokens, so they match the same rows and rank them alike.
+``tsvector`` with a GIN index (and, for Memory, each token's postings) and ranks with the same
+BM25 formula and constants computed in SQL over the matched rows (per-scope statistics; both
+from ``bm25``). Both index the same scope-keyed tokens, so they match the same rows and rank them
+alike.
 """
 
 from __future__ import annotations
