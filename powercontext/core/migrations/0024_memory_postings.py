@@ -6,14 +6,14 @@ token's frequency in the document and the document's length — kept in step wit
 The ranking statement reads a query token's postings by an index-only scan of
 ``memory_posting_token`` (token, document: a removed document's postings are found by
 probing it) instead of evaluating every matched document's ``tsvector`` once per
-query token (``engines.PostgresEngine``): the same BM25, 7-14x faster where the query's words
+query token (``engines.PostgresEngine``): the same BM25, 7-16x faster where the query's words
 are common in a large scope (docs/retrieval.md, "Postings on PostgreSQL"). Tokens carry the
 scope key, so a token's postings are its scope's. SQLite keeps FTS5, whose postings these are
 the equivalent of: nothing is created there.
 
 Storage: ~30 rows per entry (its distinct tokens), ~3.8 KB per entry with the index (a
 100,000-entry scope: 201 MB of rows, 177 MB of index, beside 185 MB for the documents and their
-GIN index). Filling it takes about a second per 30,000 entries, under the migration's lock.
+GIN index). Filling it takes ~7 s per 100,000 entries, under the migration's lock.
 """
 
 from django.db import migrations

@@ -79,7 +79,7 @@ class Corpus:
 
     def common_query(self, words: int = 3, among: int = 50) -> str:
         """``words`` of the ``among`` words the notes use most (in the default corpus each is in
-        3-60 % of the notes): a prompt of a scope's everyday words ("test", "deploy", "error"),
+        3.5-54 % of the notes): a prompt of a scope's everyday words ("test", "deploy", "error"),
         which matches a large share of its notes."""
         return " ".join(self.random.sample(self.words[:among], words))
 

@@ -147,8 +147,8 @@ def bench_prepare_sizes(
     clients on new prompts (p50 / p99 / rps) — three words from the whole vocabulary (rare in
     the scope: ``prepare``), three of the scope's most used words (``prepare_common_words``: each
     matches a large share of the notes) and 40 words drawn as the notes draw theirs
-    (``prepare_paragraph``) — and sequential
-    remember p50; the ratios largest vs smallest size."""
+    (``prepare_paragraph``) — and sequential remember p50; the ratios largest vs smallest size
+    (rare-word prompts)."""
     corpus = Corpus(seed=135)
     run = time.time_ns()
     rows: dict[str, Any] = {}
