@@ -19,12 +19,14 @@ after the last). The runner:
   then, so a job's own waits never hold up a stop.
 
 ``PerProcess`` holds a job's one runner per process: started on first use, started anew in a
-forked child (threads do not survive ``fork``) or when its thread died, stopped at exit.
+forked child (threads do not survive ``fork``) or when its thread died, stopped at exit (before
+the interpreter's thread pools stop taking work: ``_at_interpreter_exit``).
 """
 
 from __future__ import annotations
 
 import atexit
+import concurrent.futures.thread  # noqa: F401 -- its exit hook must be registered before ours
 import logging
 import os
 import threading
@@ -132,6 +134,22 @@ class Runner:
 _R = TypeVar("_R", bound=Runner)
 
 
+def _at_interpreter_exit(stop: Callable[[], None]) -> None:
+    """Run ``stop`` as the interpreter begins to exit, before ``concurrent.futures``' thread pools
+    stop taking work (the embedder's model runs go through one): their hook is registered at
+    import, above, and such hooks run newest first. Registered with ``atexit`` instead, a runner
+    still busy at exit (an embedder with a backlog when the server stops) would have its step
+    refused by the pool and log it as a failure."""
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(stop)
+            return
+    except RuntimeError:  # the interpreter is already shutting down
+        pass
+    atexit.register(stop)
+
+
 class PerProcess(Generic[_R]):
     """This process's one runner of a job: see the module docstring."""
 
@@ -149,7 +167,7 @@ class PerProcess(Generic[_R]):
                 current = self._current = make()
                 current.start()
                 if not self._atexit_registered:
-                    atexit.register(self.stop)
+                    _at_interpreter_exit(self.stop)
                     self._atexit_registered = True
             return current
 

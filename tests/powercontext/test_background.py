@@ -133,3 +133,40 @@ def test_stop_is_prompt_while_the_job_pauses() -> None:
     assert job.until(lambda: job.steps == 1)
     job.stop(WAIT)
     assert not job.is_alive() and job.stopped == 1
+
+
+_EXITING_WHILE_BUSY = """
+import logging, sys, threading
+from concurrent.futures import ThreadPoolExecutor
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+from powercontext.core import background
+
+pool = ThreadPoolExecutor(max_workers=1)  # as the embedder's model runs go through a pool
+ran = threading.Event()
+
+class Busy(background.Runner):
+    name = "test-busy"
+    def step(self):
+        pool.submit(ran.set).result()
+        return True  # always more to do, like an embedder with a backlog
+
+runner = background.PerProcess().get(Busy)
+runner.wake()
+ran.wait(10)
+print("exiting", flush=True)
+"""
+
+
+def test_a_busy_runner_stops_before_thread_pools_refuse_work_at_exit() -> None:
+    # A process that exits while its runner still has work (the embedder with a backlog, when
+    # `make run` is stopped) stops the runner before the interpreter's thread pools refuse new
+    # work, so a step is never cut short into a logged "failure".
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING_WHILE_BUSY], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "exiting"
+    assert "failed" not in done.stderr, done.stderr
