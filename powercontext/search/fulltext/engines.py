@@ -10,7 +10,7 @@ alike.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import connection
@@ -50,6 +50,26 @@ class Engine:
     def token_count(self, terms: str, token: str) -> int:
         """Occurrences of ``token`` in a document's stored ``terms`` (``document_terms``); the
         caller checks that ``token`` occurs in them at all (most do not: no need to split)."""
+        raise NotImplementedError
+
+    # Up to this many query tokens a document's stored terms are searched token by token (a miss
+    # costs one substring scan, ~0.5 us); beyond it one pass over the stored terms, whose cost
+    # does not grow with the prompt (SQLite ~2.7 us, PostgreSQL ~4.5-7 us a document: 1k bench
+    # notes, docs/benchmarks.md "Counting a long prompt's terms").
+    lookup_tokens = 4
+
+    def counts(self, terms: str, tokens: Mapping[str, str]) -> dict[str, int]:
+        """How often a document's stored ``terms`` hold each of ``tokens`` (index token -> the
+        caller's name for it): {name: count} for those held."""
+        if len(tokens) <= self.lookup_tokens:
+            return {
+                name: n
+                for token, name in tokens.items()
+                if token in terms and (n := self.token_count(terms, token))
+            }
+        return self._counted(terms, tokens)
+
+    def _counted(self, terms: str, tokens: Mapping[str, str]) -> dict[str, int]:
         raise NotImplementedError
 
     def top_sql(self, index: Index) -> str:
@@ -95,6 +115,14 @@ class SqliteEngine(Engine):
 
     def token_count(self, terms: str, token: str) -> int:
         return terms.split().count(token)  # space-separated tokens
+
+    def _counted(self, terms: str, tokens: Mapping[str, str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for token in terms.split():
+            name = tokens.get(token)
+            if name is not None:
+                found[name] = found.get(name, 0) + 1
+        return found
 
     def top_sql(self, index: Index) -> str:
         # Tokens carry the scope key, so the MATCH itself reads only this scope's postings.
@@ -142,6 +170,17 @@ class PostgresEngine(Engine):
             return 0
         positions = terms[at + len(token) + 1 :].split(" ", 1)[0]
         return positions.count(",") + 1
+
+    lookup_tokens = 8  # a pass splits each "token:positions" item: dearer than SQLite's
+
+    def _counted(self, terms: str, tokens: Mapping[str, str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for item in terms.split(" "):
+            token, _, positions = item.partition(":")
+            name = tokens.get(token)
+            if name is not None:
+                found[name] = positions.count(",") + 1
+        return found
 
     def top_sql(self, index: Index) -> str:
         # BM25 as FTS5 computes it, over the documents holding a query token: for Memory, each

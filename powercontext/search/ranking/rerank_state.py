@@ -187,12 +187,7 @@ def index_counts(
     for pk, doc in docs.items():
         if doc is not None:
             length, stored = doc
-            counts = {
-                term: n
-                for token, term in tokens.items()
-                if token in stored and (n := db.token_count(stored, token))
-            }
-            counted[pk] = (counts, length)
+            counted[pk] = (db.counts(stored, tokens), length)
     return counted
 
 
