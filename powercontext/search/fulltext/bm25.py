@@ -47,7 +47,7 @@ from django.db import connection
 
 from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemorySearchDocument
 from powercontext.search.fulltext import analyzer, language_id
-from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
+from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, Index
 
 # FTS5's bm25() constants (fixed there: its arguments are column weights only), reproduced on
 # PostgreSQL and in Python so all rank alike; an IDF at or below zero counts as this tiny positive.
@@ -133,7 +133,12 @@ def _figures_sql(index: Index, terms: int, totals: bool) -> str:
         if totals
         else []
     )
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and index is MEMORY_INDEX:
+        # The token's postings (scope-keyed: this scope's rows), by an index-only scan. Not the
+        # rows by scope: a scope the planner's statistics do not know yet (created since the
+        # last ANALYZE) is estimated at one row, and its every index row was then tested.
+        counts = [f"(SELECT count(*) FROM {POSTINGS} WHERE token = %s)" for _ in range(terms)]
+    elif connection.vendor == "postgresql":
         counts = [
             f"(SELECT count(*) FROM {docs} WHERE scope_id = %s AND document @@ %s::tsquery)"
             for _ in range(terms)
@@ -189,7 +194,10 @@ def scope_figures(
     tokens = analyzer.scope_tokens(scope_id, terms)
     params: list[Any] = [] if cached is not None else [scope_id, scope_id]
     for token in tokens:
-        params.extend([scope_id, token] if connection.vendor == "postgresql" else [f'"{token}"'])
+        if connection.vendor != "postgresql":
+            params.append(f'"{token}"')
+        else:
+            params.extend([token] if index is MEMORY_INDEX else [scope_id, token])
     with connection.cursor() as cursor:
         cursor.execute(_figures_sql(index, len(tokens), totals=cached is None), params)
         values = list(cursor.fetchone())

@@ -16,12 +16,11 @@ from typing import Any
 from django.db import connection
 
 from powercontext.search.fulltext import analyzer, bm25, language_id
-from powercontext.search.fulltext.indexes import MEMORY_INDEX, Index
+from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
 # PostgreSQL's Memory postings (migration 0024).
-POSTINGS = "powercontext_memoryposting"
 
 
 def document_tokens(scope_id: str, terms: Sequence[str]) -> list[str]:

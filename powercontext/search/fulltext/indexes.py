@@ -92,6 +92,9 @@ EXPERIENCE_INDEX = Index(
     _experience_heads,
 )
 INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
+# PostgreSQL's Memory postings: one row per index token and Memory index row (token, doc_key,
+# tf, length), kept by triggers on the index rows (migration 0024; ``engines``).
+POSTINGS = "powercontext_memoryposting"
 
 
 def stored_rows(model: type[models.Model], scope_id: str | None, *columns: str) -> Iterator[Any]:

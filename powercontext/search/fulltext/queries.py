@@ -87,7 +87,7 @@ class _Ranked:
         return (
             f"SELECT {columns}"
             f" FROM ({db.top_sql(self.index)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
-            f" WHERE d.scope_id = %s AND {self.where}"
+            f" WHERE d.scope_id || '' = %s AND {self.where}"
         )
 
     def params(
@@ -115,7 +115,7 @@ _MEMORY_QUERY = _Ranked(
     f" JOIN {MemoryEntryVersion._meta.db_table} v ON v.id = m.entry_version_id"
     f" JOIN {Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
     f" AND a.family = '{Family.MEMORY.value}' AND a.artifact_id = '{MEMORY_ARTIFACT_ID}'",
-    "m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active'",
+    "m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'",
 )
 _EXPERIENCE_QUERY = _Ranked(
     EXPERIENCE_INDEX,
