@@ -84,6 +84,12 @@ class _Ranked:
         columns = ", ".join(
             f"{expressions.get(name, f'CAST(NULL AS {null_type})')} AS {name}" for name, null_type in _COLUMNS
         )
+        # The scope re-checks are expressions (``|| ''``), as in the hit reads of ``vectors`` and
+        # ``rerank_state``: no index can serve them, so rows are found from the ranked keys. As
+        # plain equalities, a scope PostgreSQL's statistics do not know yet (created since the
+        # last ANALYZE) was estimated at one row, and the plan walked the scope's index rows once
+        # per membership: 53 ms for a 1,000-entry scope beside a 100,000-entry one, 0.7 ms now
+        # (docs/benchmarks.md, "A scope the planner does not know yet").
         return (
             f"SELECT {columns}"
             f" FROM ({db.top_sql(self.index)}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins}"
