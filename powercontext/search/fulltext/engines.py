@@ -201,7 +201,8 @@ class PostgresEngine(Engine):
             counted = (
                 f"WITH stats AS ({self._statistics_sql(index)}),"
                 f" tf AS (SELECT p.doc_key, p.length, q.i, p.tf::float8 AS tf FROM {_QUERY_TOKENS}"
-                f" JOIN {POSTINGS} p ON p.token = q.term),"
+                f" CROSS JOIN LATERAL (SELECT doc_key, length, tf FROM {POSTINGS}"
+                " WHERE token = q.term OFFSET 0) p),"
             )
             frequencies = "(SELECT json_object_agg(i, n::bigint) FROM df)"
         else:
