@@ -20,7 +20,6 @@ from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
-# PostgreSQL's Memory postings (migration 0024).
 
 
 def document_tokens(scope_id: str, terms: Sequence[str]) -> list[str]:
@@ -78,6 +77,16 @@ class Engine:
         the query tokens' document frequencies to rank (PostgreSQL's Memory ranking), those
         counts on every row (``frequencies``), else NULL."""
         raise NotImplementedError
+
+    def ranked_rows(
+        self, top: str, docs: str, key: str, select: Mapping[str, str], joins: str, where: str
+    ) -> tuple[dict[str, str], str]:
+        """How a ranked read reaches its rows from the ranked keys (``top``, a ``top_sql``
+        statement): each selected column's expression, and the FROM clause (with its WHERE) that
+        joins ``top`` to the document table ``d`` on ``key`` and then ``joins``. Rows are found
+        from the ranked keys, never by scope, so ``where``'s scope re-checks should be
+        expressions no index serves."""
+        return dict(select), f"({top}) top JOIN {docs} d ON d.{key} = top.doc_key {joins} WHERE {where}"
 
     def frequencies(self, value: Any, count: int) -> list[int] | None:
         """The document frequency of each of the statement's ``count`` query tokens, in order,
@@ -180,6 +189,21 @@ class PostgresEngine(Engine):
             if name is not None:
                 found[name] = positions.count(",") + 1
         return found
+
+    def ranked_rows(
+        self, top: str, docs: str, key: str, select: Mapping[str, str], joins: str, where: str
+    ) -> tuple[dict[str, str], str]:
+        # Each ranked key's row is looked up by a subquery the planner cannot fold into a join of
+        # its own choosing (``OFFSET 0``). Planned freely, a scope the statistics do not know yet
+        # (created since the last ANALYZE) was estimated at one row and its index rows were
+        # walked once per membership (53 ms for a 1,000-entry scope beside a 100,000-entry one,
+        # 0.7 ms now), and in a small database the whole membership table was read to join a
+        # handful of hits (docs/benchmarks.md, "A scope the planner does not know yet").
+        inner = ", ".join(f"{expression} AS {name}" for name, expression in select.items())
+        return {name: f"x.{name}" for name in select}, (
+            f"({top}) top CROSS JOIN LATERAL (SELECT {inner} FROM {docs} d"
+            f" {joins} WHERE d.{key} = top.doc_key AND {where} OFFSET 0) x"
+        )
 
     def top_sql(self, index: Index) -> str:
         # BM25 as FTS5 computes it, over the documents holding a query token: for Memory, each

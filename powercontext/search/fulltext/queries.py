@@ -75,18 +75,11 @@ class _Ranked:
 
     def sql(self, db: Engine) -> str:
         docs, key = self.index.model._meta.db_table, self.index.key
-        top = db.top_sql(self.index)
-        # Rows are found from the ranked keys, never by scope: the scope re-checks are
-        # expressions (``|| ''``, as in the hit reads of ``vectors`` and ``rerank_state``) that no
-        # index serves, and on PostgreSQL each ranked key's row is looked up by a subquery the
-        # planner cannot fold into a join of its own choosing (``OFFSET 0``). Planned freely, a
-        # scope PostgreSQL's statistics do not know yet (created since the last ANALYZE) was
-        # estimated at one row and its index rows were walked once per membership (53 ms for a
-        # 1,000-entry scope beside a 100,000-entry one, 0.7 ms now), and in a small database the
-        # whole membership table was read to join a handful of hits (docs/benchmarks.md, "A
-        # scope the planner does not know yet").
+        # The scope re-checks are expressions (``|| ''``, as in the hit reads of ``vectors`` and
+        # ``rerank_state``) that no index serves: rows are found from the ranked keys, never by
+        # scope (``Engine.ranked_rows``).
         where = f"d.scope_id || '' = %s AND {self.where}"
-        rows = {name: f"x.{name}" for name in self.select} if db.vendor == "postgresql" else self.select
+        rows, source = db.ranked_rows(db.top_sql(self.index), docs, key, self.select, self.joins, where)
         expressions = {
             "src": f"'{self.tag}'",
             **rows,
@@ -96,13 +89,7 @@ class _Ranked:
         columns = ", ".join(
             f"{expressions.get(name, f'CAST(NULL AS {null_type})')} AS {name}" for name, null_type in _COLUMNS
         )
-        if db.vendor == "postgresql":
-            inner = ", ".join(f"{expression} AS {name}" for name, expression in self.select.items())
-            return (
-                f"SELECT {columns} FROM ({top}) top CROSS JOIN LATERAL (SELECT {inner} FROM {docs} d"
-                f" {self.joins} WHERE d.{key} = top.doc_key AND {where} OFFSET 0) x"
-            )
-        return f"SELECT {columns} FROM ({top}) top JOIN {docs} d ON d.{key} = top.doc_key {self.joins} WHERE {where}"
+        return f"SELECT {columns} FROM {source}"
 
     def params(
         self, db: Engine, scope_id: str, tokens: list[str], limit: int, memory: bm25.Statistics | None
