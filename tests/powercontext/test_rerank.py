@@ -73,9 +73,11 @@ def test_cosines_by_membership_id_from_a_matrix_in_any_row_order() -> None:
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((4, 8)).astype(np.float32)
     query = rng.standard_normal(8).astype(np.float32)
-    for rows_ids in ([2, 5, 9, 11], [5, 2, 11, 9]):  # a refreshed matrix appends rows
+    # A refreshed matrix appends rows, and marks the rows of memberships that left (-1).
+    for rows_ids in ([2, 5, 9, 11], [5, 2, 11, 9], [-1, 2, 9, -1]):
         found = np.full(3, np.nan)
-        rerank._matrix_cosines(found, np.asarray([9, 4, 2]), np.asarray(rows_ids), matrix, query)
+        vectors = vector_inprocess._in_room(1, 1, np.asarray(rows_ids), matrix, None)
+        rerank._matrix_cosines(found, np.asarray([9, 4, 2]), vectors, query)
         assert np.isnan(found[1])  # no row: no cosine
         assert found[0] == pytest.approx(float(matrix[rows_ids.index(9)] @ query), rel=1e-5)
         assert found[2] == pytest.approx(float(matrix[rows_ids.index(2)] @ query), rel=1e-5)

@@ -283,8 +283,9 @@ def test_the_cached_matrix_follows_writes_by_deltas_and_matches_a_full_read(embe
 
     cached = vector_inprocess._cache["vec"]
     full = vector_inprocess._load("vec", cached.revision, cached.max_id, embedding.MODEL_ID)
-    assert sorted(cached.membership_ids.tolist()) == full.membership_ids.tolist()
-    by_id = dict(zip(cached.membership_ids.tolist(), cached.matrix, strict=True))
+    cached_ids, cached_rows = cached.live_rows()
+    assert sorted(cached_ids.tolist()) == full.membership_ids.tolist()
+    by_id = dict(zip(cached_ids.tolist(), cached_rows, strict=True))
     for pk, row in zip(full.membership_ids.tolist(), full.matrix, strict=True):
         assert (by_id[pk] == row).all()
 

@@ -174,7 +174,7 @@ def test_a_scope_above_the_bound_ranks_over_its_shortlist_and_keeps_its_codes_cu
         farthest = np.sort(np.argsort(cosines, kind="stable")[:2])
         asked: list[int] = []
 
-        def two_farthest(codes: shortlist.Codes, vector: Any, depth: int) -> Any:
+        def two_farthest(codes: shortlist.Codes, vector: Any, depth: int, dead: Any = None) -> Any:
             asked.append(depth)
             return farthest
 

@@ -97,19 +97,16 @@ def speaker_named(text: str, query_terms: set[str]) -> bool:
 def _matrix_cosines(
     into: np.ndarray[Any, Any],
     ids: np.ndarray[Any, Any],
-    rows_ids: np.ndarray[Any, Any],
-    matrix: np.ndarray[Any, Any],
+    vectors: vector_inprocess.MemoryVectors,
     query_vector: np.ndarray[Any, Any],
 ) -> None:
-    """Put into ``into`` the cosine of each of ``ids`` that has a row of ``matrix`` (``rows_ids``:
-    each row's membership id), by one product over those rows in matrix order."""
-    # Rows in id order (as a full read leaves them) need no sort to be looked up.
-    by_id = None if bool(np.all(rows_ids[1:] > rows_ids[:-1])) else np.argsort(rows_ids)
-    at = _positions(rows_ids if by_id is None else rows_ids[by_id], ids)
+    """Put into ``into`` the cosine of each of ``ids`` that has a row of the scope's matrix
+    ``vectors``, by one product over those rows in matrix order."""
+    at = _positions(vectors.sorted_ids, ids)
     known = np.flatnonzero(at >= 0)
-    rows = at[known] if by_id is None else by_id[at[known]]
+    rows = vectors.by_id[at[known]]
     by_row = np.argsort(rows)
-    into[known[by_row]] = matrix[rows[by_row]] @ query_vector
+    into[known[by_row]] = vectors.matrix[rows[by_row]] @ query_vector
 
 
 def _cosines(
@@ -124,8 +121,8 @@ def _cosines(
         return found
     vectors = vector_inprocess.memory_vectors(scope_id, model.model_id, revision)
     if vectors is not None:
-        if len(vectors.membership_ids):
-            _matrix_cosines(found, ids, vectors.membership_ids, vectors.matrix, model.embed_query(query))
+        if vectors.live:
+            _matrix_cosines(found, ids, vectors, model.embed_query(query))
         return found
     keys = ids.tolist()
     known = [rows[pk] for pk in keys if pk in rows]

@@ -95,6 +95,14 @@ def build(matrix: np.ndarray[Any, Any]) -> Codes:
     return Codes(total, centre, sign_bits(matrix, centre))
 
 
+def _moved(
+    codes: Codes, gone: np.ndarray[Any, Any], added: np.ndarray[Any, Any], rows: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, np.dtype[np.float32]]]:
+    """The sum and centre of ``rows`` rows: ``codes``' rows without ``gone``, with ``added``."""
+    total = codes.total - _quantized_sum(gone) + _quantized_sum(added)
+    return total, _centre(total, rows)
+
+
 def update(
     codes: Codes, keep: np.ndarray[Any, Any], gone: np.ndarray[Any, Any], matrix: np.ndarray[Any, Any]
 ) -> Codes:
@@ -103,11 +111,34 @@ def update(
     with only the added rows coded unless the rounded centre moved."""
     kept = int(np.count_nonzero(keep))
     added = matrix[kept:]
-    total = codes.total - _quantized_sum(gone) + _quantized_sum(added)
-    centre = _centre(total, len(matrix))
+    total, centre = _moved(codes, gone, added, len(matrix))
     if not np.array_equal(centre, codes.centre):
         return Codes(total, centre, sign_bits(matrix, centre))
     return Codes(total, centre, np.concatenate([codes.bits[keep], sign_bits(added, centre)]))
+
+
+def appended(
+    codes: Codes,
+    gone: np.ndarray[Any, Any],
+    matrix: np.ndarray[Any, Any],
+    start: int,
+    rows: int,
+    room: np.ndarray[Any, np.dtype[np.uint64]],
+) -> tuple[Codes, np.ndarray[Any, np.dtype[np.uint64]]]:
+    """The codes of ``matrix``, whose rows from ``start`` on were just added to the rows
+    ``codes`` covers, and whose ``gone`` rows left (they stay in place, marked by the caller, and
+    are never shortlisted); ``rows``: how many rows count. ``room``: the buffer ``codes.bits``
+    views, with room past ``start``. Only the added rows are coded, into ``room``, unless the
+    rounded centre moved: then every row is, into a new buffer of the same size. Returns the
+    codes and their buffer."""
+    added = matrix[start:]
+    total, centre = _moved(codes, gone, added, rows)
+    if np.array_equal(centre, codes.centre):
+        room[start : len(matrix)] = sign_bits(added, centre)
+    else:
+        room = np.empty_like(room)
+        room[: len(matrix)] = sign_bits(matrix, centre)
+    return Codes(total, centre, room[: len(matrix)]), room
 
 
 def depth_for(rows: int) -> int:
@@ -115,11 +146,18 @@ def depth_for(rows: int) -> int:
     return max(MIN_DEPTH, rows // DEPTH_SHARE)
 
 
-def shortlist(codes: Codes, query_vector: np.ndarray[Any, Any], depth: int) -> np.ndarray[Any, Any]:
+def shortlist(
+    codes: Codes,
+    query_vector: np.ndarray[Any, Any],
+    depth: int,
+    dead: np.ndarray[Any, np.dtype[np.bool_]] | None = None,
+) -> np.ndarray[Any, Any]:
     """Row positions of every row whose code is at most as far from the query's as the
-    ``depth``-th nearest (all rows when there are no more than ``depth``), ascending."""
-    if len(codes.bits) <= depth:
-        return np.arange(len(codes.bits))
+    ``depth``-th nearest (all rows when there are no more than ``depth``), ascending; rows
+    ``dead`` marks are not rows (never kept, never counted)."""
+    live = len(codes.bits) - (int(np.count_nonzero(dead)) if dead is not None else 0)
+    if live <= depth:
+        return np.arange(len(codes.bits)) if dead is None else np.flatnonzero(~dead)
     query_code = sign_bits(query_vector, codes.centre)[0]
     distance = np.empty(len(codes.bits), dtype=np.uint16)
     for start in range(0, len(codes.bits), _CHUNK_ROWS):
@@ -128,6 +166,8 @@ def shortlist(codes: Codes, query_vector: np.ndarray[Any, Any], depth: int) -> n
         block[:] = differing[:, 0]
         for word in range(1, differing.shape[1]):  # column by column: twice as fast as a row sum
             block += differing[:, word]
+    if dead is not None:
+        distance[dead] = np.iinfo(np.uint16).max  # farther than any code can be
     cut = np.partition(distance, depth - 1)[depth - 1]
     rows: np.ndarray[Any, Any] = np.flatnonzero(distance <= cut)
     return rows

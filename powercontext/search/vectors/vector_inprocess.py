@@ -58,19 +58,98 @@ else:
     from powercontext.search.lazy_numpy import np
 
 
+class _Room:
+    """The float32 rows (and, for a shortlisted scope, the sign codes) of one scope's matrices,
+    with room to grow: successive matrices of the scope share it, each viewing its first
+    ``size`` rows. Rows are written only past ``filled``, the end of the newest matrix's rows,
+    and only by the matrix that ends there, so no matrix's rows ever change under a reader."""
+
+    def __init__(self, matrix: np.ndarray[Any, Any], bits: np.ndarray[Any, Any] | None, filled: int) -> None:
+        self.matrix = matrix
+        self.bits = bits
+        self.filled = filled
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes + (self.bits.nbytes if self.bits is not None else 0))
+
+
 @dataclass(frozen=True)
-class _ScopeVectors:
+class MemoryVectors:
+    """One scope's Memory vectors at (``revision``, ``max_id``): row i of ``matrix`` is the
+    vector of membership ``membership_ids[i]``; rows of memberships that left since the matrix
+    was read hold -1 there and are never ranked (``live`` rows are not), until a refresh
+    compacts them away."""
+
     revision: int
     max_id: int
     membership_ids: np.ndarray[Any, np.dtype[np.int64]]
-    matrix: np.ndarray[Any, np.dtype[np.float32]]
+    matrix: np.ndarray[Any, np.dtype[np.float32]]  # the first len(membership_ids) rows of room.matrix
+    room: _Room
+    live: int
+    by_id: np.ndarray[Any, np.dtype[np.int64]]  # rows in ascending membership id
+    sorted_ids: np.ndarray[Any, np.dtype[np.int64]]  # membership_ids[by_id]
     codes: shortlist.Codes | None = None  # above POWERCONTEXT_VECTOR_EXACT_ROWS rows
 
+    def dead(self) -> np.ndarray[Any, np.dtype[np.bool_]] | None:
+        """Which rows no longer count (None: all do)."""
+        return None if self.live == len(self.membership_ids) else self.membership_ids < 0
 
-_cache: ScopeLRU[_ScopeVectors] = ScopeLRU(
+    def live_rows(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(membership ids, matrix) of the rows that count, in row order."""
+        dead = self.dead()
+        if dead is None:
+            return self.membership_ids, self.matrix
+        return self.membership_ids[~dead], self.matrix[~dead]
+
+
+_cache: ScopeLRU[MemoryVectors] = ScopeLRU(
     "memory",
-    lambda v: nbytes(v.revision, v.max_id, v.membership_ids, v.matrix) + (v.codes.nbytes if v.codes else 0),
+    lambda v: (
+        nbytes(v.revision, v.max_id, v.membership_ids, v.by_id, v.sorted_ids)
+        + v.room.nbytes
+        + (v.codes.total.nbytes + v.codes.centre.nbytes if v.codes else 0)
+    ),
 )
+
+# A matrix is read without room (most scopes are read far more than written). A write that
+# finds no room copies the rows into a matrix with room for the rows later writes add: one in
+# ``ROOM_SHARE`` more (a 100,000-entry scope: 6,250 rows, 9.6 MB). Rows of memberships that left
+# are compacted away (the same copy) once they are more than one in ``DEAD_SHARE`` of the live
+# rows, and more than ``DEAD_MIN``.
+ROOM_SHARE = 16
+DEAD_SHARE = 8
+DEAD_MIN = 16
+
+
+def _room_for(rows: int) -> int:
+    return rows + rows // ROOM_SHARE + 1
+
+
+def _snapshot(
+    revision: int, max_id: int, ids: np.ndarray[Any, Any], room: _Room, codes: shortlist.Codes | None
+) -> MemoryVectors:
+    by_id = np.argsort(ids, kind="stable")  # a run of ascending ids sorts in linear time
+    live = len(ids) - int(np.count_nonzero(ids < 0))
+    return MemoryVectors(revision, max_id, ids, room.matrix[: len(ids)], room, live, by_id, ids[by_id], codes)
+
+
+def _in_room(
+    revision: int,
+    max_id: int,
+    ids: np.ndarray[Any, Any],
+    matrix: np.ndarray[Any, Any],
+    codes: shortlist.Codes | None,
+) -> MemoryVectors:
+    """A matrix of the rows ``ids`` (all live), held in the first rows of ``matrix`` (any rows
+    after them are room for more), with their ``codes`` given the same room."""
+    size = len(ids)
+    bits = None
+    if codes is not None:
+        bits = np.empty((len(matrix), codes.bits.shape[1]), dtype=np.uint64)
+        bits[:size] = codes.bits
+        codes = shortlist.Codes(codes.total, codes.centre, bits[:size])
+    return _snapshot(revision, max_id, ids, _Room(matrix, bits, size), codes)
 
 
 def _exact(rows: int) -> bool:
@@ -142,7 +221,8 @@ SERVER_SIDE_ROWS = 20_000
 
 def _read_matrix(cursor: Any, expected: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The (membership id, vector) rows of the statement ``cursor`` ran, read ``READ_CHUNK_ROWS``
-    at a time into arrays made for ``expected`` rows (grown if more arrive, trimmed if fewer)."""
+    at a time into arrays made for ``expected`` rows (grown if more arrive, trimmed if fewer).
+    No room for later writes: a scope's first write after its read makes that room."""
     ids = np.empty(expected, dtype=np.int64)
     matrix = np.empty((expected, embedding.DIMENSIONS), dtype=np.float32)
     filled = 0
@@ -163,7 +243,7 @@ def _read_matrix(cursor: Any, expected: int) -> tuple[np.ndarray[Any, Any], np.n
     return ids, matrix
 
 
-def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVectors:
+def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> MemoryVectors:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM ({_ACTIVE_VECTORS_SQL}) v", [scope_id, model_id])
         expected = int(cursor.fetchone()[0])
@@ -186,16 +266,20 @@ def _load(scope_id: str, revision: int, max_id: int, model_id: str) -> _ScopeVec
                 setting.execute("SET LOCAL cursor_tuple_fraction = 1.0")
         cursor.execute(_ACTIVE_VECTORS_SQL + " ORDER BY m.id", [scope_id, model_id])
         ids, matrix = _read_matrix(cursor, expected)
-    return _ScopeVectors(revision, max_id, ids, matrix, None if _exact(len(ids)) else shortlist.build(matrix))
+    codes = None if _exact(len(ids)) else shortlist.build(matrix[: len(ids)])
+    return _in_room(revision, max_id, ids, matrix, codes)
 
 
 def _refresh(
-    cached: _ScopeVectors, scope_id: str, revision: int, max_id: int, model_id: str
-) -> _ScopeVectors:
+    cached: MemoryVectors, scope_id: str, revision: int, max_id: int, model_id: str
+) -> MemoryVectors:
     """Bring a cached matrix from its head to ``revision`` by reading only what changed:
     memberships closed since (``to_revision`` > the cached head) leave, vectors inserted since
     (``id`` > the cached largest id: every write inserts its versions' vectors) of memberships
-    still active join, replacing any row of the same membership. O(changes), not O(scope)."""
+    still active join, replacing any row of the same membership. O(changes), not O(scope): the
+    rows that join are written into the matrix's room and the rows that leave are marked
+    (``membership_ids`` -1), so the matrix is copied only when its room is full or its marked
+    rows are many (then without them: ``DEAD_SHARE``)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT m.id FROM {MemoryMembership._meta.db_table} m WHERE m.scope_id = %s AND m.to_revision > %s",
@@ -206,18 +290,44 @@ def _refresh(
             _ACTIVE_VECTORS_SQL + " AND x.id > %s ORDER BY m.id", [scope_id, model_id, cached.max_id]
         )
         added_ids, added = _matrix(cursor.fetchall())
-    keep = ~np.isin(cached.membership_ids, np.concatenate([np.asarray(closed, dtype=np.int64), added_ids]))
-    matrix = np.concatenate([cached.matrix[keep], added])
-    codes = None
-    if not _exact(len(matrix)):
-        codes = (
-            shortlist.build(matrix)
-            if cached.codes is None
-            else shortlist.update(cached.codes, keep, cached.matrix[~keep], matrix)
+    ids = cached.membership_ids
+    leaving = np.concatenate([np.asarray(closed, dtype=np.int64), added_ids])
+    gone = np.isin(ids, leaving) if len(leaving) else np.zeros(len(ids), dtype=bool)
+    live = cached.live - int(np.count_nonzero(gone)) + len(added_ids)
+    marked = len(ids) - live + len(added_ids)
+    room, size, end = cached.room, len(ids), len(ids) + len(added_ids)
+    exact = _exact(live)
+    if (
+        room.filled != size  # a newer matrix has written past this one: its room is not ours
+        or end > len(room.matrix)
+        or marked > max(DEAD_MIN, live // DEAD_SHARE)
+        or exact != (cached.codes is None)
+        or (cached.codes is None) != (room.bits is None)
+    ):
+        keep = (ids >= 0) & ~gone
+        kept = int(np.count_nonzero(keep))
+        matrix = np.empty((_room_for(kept + len(added_ids)), embedding.DIMENSIONS), dtype=np.float32)
+        np.compress(keep, cached.matrix, axis=0, out=matrix[:kept])
+        matrix[kept : kept + len(added_ids)] = added
+        rows = matrix[: kept + len(added_ids)]
+        codes = None
+        if not exact:
+            codes = (
+                shortlist.build(rows)
+                if cached.codes is None
+                else shortlist.update(cached.codes, keep, cached.matrix[gone], rows)
+            )
+        return _in_room(revision, max_id, np.concatenate([ids[keep], added_ids]), matrix, codes)
+    room.matrix[size:end] = added
+    codes = cached.codes
+    if codes is not None and room.bits is not None:
+        codes, room.bits = shortlist.appended(
+            codes, cached.matrix[gone], room.matrix[:end], size, live, room.bits
         )
-    return _ScopeVectors(
-        revision, max_id, np.concatenate([cached.membership_ids[keep], added_ids]), matrix, codes
-    )
+    room.filled = end
+    marked_ids = ids.copy()
+    marked_ids[gone] = -1
+    return _snapshot(revision, max_id, np.concatenate([marked_ids, added_ids]), room, codes)
 
 
 class _Stripe:
@@ -251,7 +361,7 @@ def _reading(scope_id: str) -> Iterator[None]:
             raise
 
 
-def _scope_vectors(scope_id: str, model_id: str, state: ScopeState | None = None) -> _ScopeVectors | None:
+def _scope_vectors(scope_id: str, model_id: str, state: ScopeState | None = None) -> MemoryVectors | None:
     revision, max_id = _head_and_max_id(scope_id) if state is None else (state.revision, state.max_id)
     if revision == 0:
         return None
@@ -287,18 +397,21 @@ def rank_memory(
     vectors = _scope_vectors(scope_id, model_id, state)
     if vectors is None:
         return None
-    if not len(vectors.membership_ids):
+    if not vectors.live:
         return vectors.revision, []
+    dead = vectors.dead()
     if vectors.codes is None:
         rows = None
         scores = vectors.matrix @ query_vector
+        if dead is not None:
+            scores[dead] = -np.inf
     else:  # a large scope: exact cosines of its shortlist
         rows = shortlist.shortlist(
-            vectors.codes, query_vector, max(limit, shortlist.depth_for(len(vectors.matrix)))
+            vectors.codes, query_vector, max(limit, shortlist.depth_for(vectors.live)), dead
         )
         scores = shortlist.cosines(vectors.matrix, rows, query_vector)
     ids = vectors.membership_ids if rows is None else vectors.membership_ids[rows]
-    k = min(limit, len(scores))
+    k = min(limit, len(scores) if rows is not None else vectors.live)
     if k < len(scores):
         # Every row scoring at least the k-th best: a tie at the cut is then settled by
         # membership id below, not by where argpartition happened to put it.
@@ -525,7 +638,7 @@ def _experience_order(
     return order, scores
 
 
-def memory_vectors(scope_id: str, model_id: str, revision: int | None = None) -> _ScopeVectors | None:
+def memory_vectors(scope_id: str, model_id: str, revision: int | None = None) -> MemoryVectors | None:
     """The scope's Memory matrix as ``rank_memory`` uses it (``membership_ids``, ``matrix``): the
     cached one of ``revision`` as it is (a ranking of the caller's just read it), else read as
     ``rank_memory`` reads it; None when the scope has no Memory head."""
@@ -542,7 +655,7 @@ def memory_ranking(scope_id: str) -> dict[str, int | None] | None:
     cached = _cache.get(scope_id)
     if cached is None:
         return None
-    rows = len(cached.membership_ids)
+    rows = cached.live
     return {"rows": rows, "shortlist": None if cached.codes is None else shortlist.depth_for(rows)}
 
 
