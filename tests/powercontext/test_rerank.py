@@ -17,7 +17,7 @@ from powercontext.core.hits import MemoryHit
 from powercontext.core.models import MemoryMembership
 from powercontext.memory import services as memory_services
 from powercontext.memory.services import memory_remember
-from powercontext.search.fulltext import analyzer, bm25, language_id
+from powercontext.search.fulltext import analyzer, bm25, engines, language_id
 from powercontext.search.fulltext.indexes import MEMORY_INDEX
 from powercontext.search.ranking import fusion, relevance, rerank, rerank_state
 from powercontext.search.vectors import embedding, vector_inprocess
@@ -314,3 +314,49 @@ def test_the_full_text_statement_s_document_frequencies_spare_reranking_a_statem
         assert len(given.captured_queries) == len(read.captured_queries) - 1, query
         compared += 1
     assert compared >= 5 or connection.vendor != "postgresql"
+
+
+def _active_ids(scope: str) -> list[int]:
+    return list(
+        MemoryMembership.objects.filter(scope_id=scope, to_revision__isnull=True, state="active")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+@pytest.mark.django_db
+def test_a_moved_head_is_read_by_its_changes_and_equals_a_whole_read() -> None:
+    notes = [
+        memory_remember(scope_id="delta", kind="note", text=f"note {n} about the lake") for n in range(8)
+    ]
+    first = rerank_state.head("delta", notes[-1].revision)
+    assert first is not None and first.ids.tolist() == _active_ids("delta")
+    staying, leaving = int(first.ids[0]), int(first.ids[2])
+    first.docs.update({staying: (3, "kept"), leaving: (3, "dropped")})
+
+    retired = memory_services.memory_retire(
+        scope_id="delta", citation=citation_of(notes[2], at=notes[-1].revision)
+    )
+    revised = memory_services.memory_revise(
+        scope_id="delta",
+        citation=citation_of(notes[4], at=retired.revision),
+        kind="note",
+        text="the lake froze",
+    )
+    added = memory_remember(scope_id="delta", kind="note", text="a new note about the lake")
+    assert added.revision > revised.revision
+    with CaptureQueriesContext(connection) as queries:
+        moved = rerank_state.head("delta", added.revision)
+    assert moved is not None and len(queries) == 1  # the changes, not the whole head
+    assert moved.ids.tolist() == _active_ids("delta") and len(moved.ids) == 8
+    assert moved.docs == {staying: (3, "kept")}  # a closed membership's index row is not kept
+    assert rerank_state.head("delta", added.revision) is moved
+
+    # Totals that disagree with the changes read (a drifted index): the whole head is read.
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {engines.TOTALS} SET documents = documents + 1 WHERE scope_id = 'delta'")
+    again = memory_remember(scope_id="delta", kind="note", text="one more note about the lake")
+    with CaptureQueriesContext(connection) as queries:
+        whole = rerank_state.head("delta", again.revision)
+    assert whole is not None and len(queries) == 2 and whole.ids.tolist() == _active_ids("delta")
+    assert rerank_state.head("delta", again.revision - 1) is None  # an earlier head: gone

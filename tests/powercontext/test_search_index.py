@@ -14,7 +14,7 @@ from powercontext.core.models import MemorySearchDocument
 from powercontext.memory import services as memory_services
 from powercontext.memory.selectors import memory_search
 from powercontext.search import tasks
-from powercontext.search.fulltext import analyzer, engines
+from powercontext.search.fulltext import analyzer, bm25, engines
 from tests.powercontext.factories import citation_of, make_memory
 
 QUERIES = ["deploy database", "迁移", "🚀", "cafe\u0301", "tests", "note 7", "rollback plan"]
@@ -215,3 +215,41 @@ def test_task_results_carry_no_scope_ids_or_text() -> None:
     seed_history()
     report = tasks.verify_search_index.delay(scope_id="alpha").get()
     assert "alpha" not in json.dumps(report)
+
+
+def _totals() -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+    """(stored, counted): the Memory index's totals per scope as kept, and as counted."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT scope_id, documents, total_length FROM {engines.TOTALS} WHERE documents <> 0")
+        stored = {scope: (int(n), int(total)) for scope, n, total in cursor.fetchall()}
+        cursor.execute(
+            f"SELECT scope_id, count(*), sum(length) FROM {MemorySearchDocument._meta.db_table} GROUP BY scope_id"
+        )
+        counted = {scope: (int(n), int(total)) for scope, n, total in cursor.fetchall()}
+    return stored, counted
+
+
+@pytest.mark.django_db
+def test_the_memory_totals_follow_every_write_are_read_by_bm25_and_drift_is_repaired() -> None:
+    seed_history()  # adds, revisions and retirements in two scopes
+    stored, counted = _totals()
+    assert stored == counted and set(counted) == {"alpha", "Alpha"}
+    search.rebuild_index()  # a rebuild's rows (a bulk insert of a whole scope) count too
+    assert _totals() == (counted, counted)
+
+    documents, total = counted["alpha"]
+    bm25.clear_cache()
+    statistics = bm25.memory_statistics("alpha")
+    assert (statistics.count, statistics.average_length) == (documents, total / documents)
+    figures = bm25.scope_figures(search.MEMORY_INDEX, "alpha", [])
+    assert (figures.count, figures.average_length) == (documents, total / documents)
+    nothing = bm25.memory_statistics("no-such-scope")
+    assert (nothing.head, nothing.count, nothing.average_length) == (None, 0.0, 0.0)
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {engines.TOTALS} SET documents = documents + 1 WHERE scope_id = 'alpha'")
+    report = search.verify_index()
+    assert report.engine == ["memory: 2 scope totals differ from the documents"] and not report.ok
+    search.verify_index(repair=True)
+    assert search.verify_index().ok
+    assert _totals() == (counted, counted)

@@ -20,13 +20,15 @@ Collection statistics (N, average length, document frequencies) are counted from
 of one scope: ``scope_figures`` (both databases, the totals cached per Memory head revision) and,
 for PostgreSQL's ranking statement, ``memory_statistics``:
 
-Memory: counting reads every row of the scope, so the figures are cached per process and scope
-together with the head (row id, revision) they were counted at, read by the same statement. The
-ranking statement reads the head anyway (every hit cites its revision): when it differs from the
-cached one, a write came in between, the figures are dropped and the search runs again with
-fresh ones (``queries``; at most three times, then the last scores stand). Every
-Memory write moves the head and the index holds exactly the head's active entries, so scores
-always use the figures of the rows they rank, and a steady-state search costs no extra query.
+Memory: the index's totals per scope (documents, sum of lengths) are kept by triggers in one
+row (``indexes.TOTALS``), so reading them is one row by key whatever the scope's size; they are
+cached per process and scope together with the head (row id, revision) they were read at, read
+by the same statement. The ranking statement reads the head anyway (every hit cites its
+revision): when it differs from the cached one, a write came in between, the figures are dropped
+and the search runs again with fresh ones (``queries``; at most three times, then the last
+scores stand). Every Memory write moves the head and the index holds exactly the head's active
+entries, so scores always use the figures of the rows they rank, and a steady-state search costs
+no extra query.
 
 Experience: no single revision covers the index, so its figures are counted inside the ranking
 statement (``engines.PostgresEngine``); a scope's Experience rows are few next to its Memory.
@@ -45,9 +47,9 @@ from typing import Any
 
 from django.db import connection
 
-from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact, MemorySearchDocument
+from powercontext.core.models import MEMORY_ARTIFACT_ID, MEMORY_FAMILY, Artifact
 from powercontext.search.fulltext import analyzer, language_id
-from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, Index
+from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, TOTALS, Index
 
 # FTS5's bm25() constants (fixed there: its arguments are column weights only), reproduced on
 # PostgreSQL and in Python so all rank alike; an IDF at or below zero counts as this tiny positive.
@@ -125,14 +127,17 @@ def idf_weights(figures: ScopeFigures, groups: Sequence[analyzer.Group]) -> dict
 
 def _figures_sql(index: Index, terms: int, totals: bool) -> str:
     docs = index.model._meta.db_table
-    figures = (
-        [
-            f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)",
-            f"(SELECT avg(length) FROM {docs} WHERE scope_id = %s)",
+    figures = []
+    if totals and index is MEMORY_INDEX:  # kept by triggers: one row, not a pass over the scope
+        figures = [
+            f"(SELECT documents FROM {TOTALS} WHERE scope_id = %s)",
+            f"(SELECT total_length FROM {TOTALS} WHERE scope_id = %s)",
         ]
-        if totals
-        else []
-    )
+    elif totals:
+        figures = [
+            f"(SELECT count(*) FROM {docs} WHERE scope_id = %s)",
+            f"(SELECT sum(length) FROM {docs} WHERE scope_id = %s)",
+        ]
     if connection.vendor == "postgresql" and index is MEMORY_INDEX:
         # The token's postings (scope-keyed: this scope's rows), by an index-only scan. Not the
         # rows by scope: a scope the planner's statistics do not know yet (created since the
@@ -202,8 +207,8 @@ def scope_figures(
         cursor.execute(_figures_sql(index, len(tokens), totals=cached is None), params)
         values = list(cursor.fetchone())
     if cached is None:
-        total, average, *counts = values
-        cached = (int(total), float(average or 0.0))
+        documents, length, *counts = values
+        cached = _totals_of(documents, length)
         if key is not None:
             _keep_totals(key, cached)
     else:
@@ -226,13 +231,20 @@ class Statistics:
 _cache: OrderedDict[str, Statistics] = OrderedDict()
 _lock = threading.Lock()
 
-# The head revision and the figures, read by one statement (one snapshot).
+# The head revision and the index's totals (kept by triggers: one row), read by one statement
+# (one snapshot). The aggregate gives a row for a scope without totals too.
 _COUNT_SQL = (
-    f"SELECT h.id, h.current_revision, d.n, d.avgdl FROM"
-    f" (SELECT count(*) AS n, avg(length) AS avgdl FROM {MemorySearchDocument._meta.db_table}"
+    f"SELECT h.id, h.current_revision, d.documents, d.total_length FROM"
+    f" (SELECT sum(documents) AS documents, sum(total_length) AS total_length FROM {TOTALS}"
     f" WHERE scope_id = %s) d LEFT JOIN {Artifact._meta.db_table} h ON h.scope_id = %s"
     f" AND h.family = '{MEMORY_FAMILY}' AND h.artifact_id = '{MEMORY_ARTIFACT_ID}'"
 )
+
+
+def _totals_of(documents: Any, length: Any) -> tuple[int, float]:
+    """(document count, average length) from a count and a sum of lengths (NULL: none)."""
+    count = int(documents or 0)
+    return count, (int(length or 0) / count if count else 0.0)
 
 
 def clear_cache() -> None:
@@ -252,9 +264,10 @@ def forget(scope_id: str) -> None:
 def _count(scope_id: str) -> Statistics:
     with connection.cursor() as cursor:
         cursor.execute(_COUNT_SQL, [scope_id, scope_id])
-        pk, revision, count, average = cursor.fetchone()
+        pk, revision, documents, length = cursor.fetchone()
     head = None if pk is None else (int(pk), int(revision))
-    return Statistics(head, float(count), float(average or 0.0))
+    count, average = _totals_of(documents, length)
+    return Statistics(head, float(count), average)
 
 
 def memory_statistics(scope_id: str) -> Statistics:

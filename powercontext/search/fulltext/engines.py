@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 
 from powercontext.search.fulltext import analyzer, bm25, language_id
-from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, Index
+from powercontext.search.fulltext.indexes import MEMORY_INDEX, POSTINGS, TOTALS, Index
 
 MAX_POSITIONS_PER_LEXEME = 255
 MAX_POSITION = 16383
@@ -109,10 +109,25 @@ class Engine:
         return None
 
     def engine_problems(self, index: Index) -> list[str]:
-        return []
+        """What differs between the engine's structures and the document rows: here the Memory
+        index's totals per scope (``TOTALS``, kept by triggers)."""
+        if index is not MEMORY_INDEX:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT (SELECT count(*) FROM ({_EXPECTED_TOTALS} EXCEPT {_STORED_TOTALS}) x)"
+                f" + (SELECT count(*) FROM ({_STORED_TOTALS} EXCEPT {_EXPECTED_TOTALS}) y)"
+            )
+            (count,) = cursor.fetchone()
+        return [f"{index.name}: {count} scope totals differ from the documents"] if count else []
 
     def repair_engine(self, index: Index) -> None:
-        """Rebuild engine structures from the document rows."""
+        """Rebuild engine structures from the document rows (the caller's transaction): here the
+        Memory index's totals per scope."""
+        if index is MEMORY_INDEX:
+            with connection.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {TOTALS}")
+                cursor.execute(f"INSERT INTO {TOTALS} (scope_id, documents, total_length) {_EXPECTED_TOTALS}")
 
 
 class SqliteEngine(Engine):
@@ -153,11 +168,12 @@ class SqliteEngine(Engine):
                 cursor.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
         except Exception as exc:  # FTS5 reports a damaged index as a database error
             return [f"{index.name}: fts5 integrity-check failed ({type(exc).__name__})"]
-        return []
+        return super().engine_problems(index)
 
     def repair_engine(self, index: Index) -> None:
         with connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO {index.fts_table}({index.fts_table}) VALUES ('rebuild')")
+        super().repair_engine(index)
 
 
 class PostgresEngine(Engine):
@@ -280,7 +296,7 @@ class PostgresEngine(Engine):
 
     def engine_problems(self, index: Index) -> list[str]:
         docs = index.model._meta.db_table
-        problems = []
+        problems = super().engine_problems(index)
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT count(*) FROM {docs} WHERE document IS DISTINCT FROM terms::tsvector")
             (count,) = cursor.fetchone()
@@ -297,7 +313,8 @@ class PostgresEngine(Engine):
         return problems
 
     def repair_engine(self, index: Index) -> None:
-        """Refill the Memory postings from the documents (the caller's transaction)."""
+        """Refill the Memory postings (and totals) from the documents (the caller's transaction)."""
+        super().repair_engine(index)
         if index is MEMORY_INDEX:
             with connection.cursor() as cursor:
                 cursor.execute(f"DELETE FROM {POSTINGS}")
@@ -314,6 +331,14 @@ _EXPECTED_POSTINGS = (
     " WHERE cardinality(u.positions) > 0"
 )
 _STORED_POSTINGS = f"SELECT token, doc_key, tf, length FROM {POSTINGS}"
+# What the Memory index's totals per scope are, and what they hold (a scope whose documents all
+# went keeps a row of zeros).
+_EXPECTED_TOTALS = (
+    f"SELECT scope_id, count(*), sum(length) FROM {MEMORY_INDEX.model._meta.db_table} GROUP BY scope_id"
+)
+_STORED_TOTALS = (
+    f"SELECT scope_id, documents, total_length FROM {TOTALS} WHERE documents <> 0 OR total_length <> 0"
+)
 
 
 def engine() -> Engine:

@@ -95,6 +95,9 @@ INDEXES = (MEMORY_INDEX, EXPERIENCE_INDEX)
 # PostgreSQL's Memory postings: one row per index token and Memory index row (token, doc_key,
 # tf, length), kept by triggers on the index rows (migration 0024; ``engines``).
 POSTINGS = "powercontext_memoryposting"
+# The Memory index's totals per scope (scope_id, documents, total_length: BM25's N and the sum
+# its average length divides), kept by triggers on the index rows, both databases (migration 0025).
+TOTALS = "powercontext_memoryindextotals"
 
 
 def stored_rows(model: type[models.Model], scope_id: str | None, *columns: str) -> Iterator[Any]:

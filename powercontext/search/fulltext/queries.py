@@ -182,10 +182,16 @@ def _experience_row(record: Mapping[str, Any], score: float) -> ExperienceHit:
 
 
 def _search(
-    scope_id: str, query: str, limits: list[tuple[_Ranked, int]], language: str | None = None
+    scope_id: str,
+    query: str,
+    limits: list[tuple[_Ranked, int]],
+    language: str | None = None,
+    head_revision: int | None = None,
 ) -> tuple[list[MemoryHit], list[ExperienceHit], dict[str, int] | None]:
     """Run the ranked queries with a positive limit as ONE statement (one snapshot); the query's
-    stop words are those of ``language`` (None: as ``language_id`` tells it). The third value:
+    stop words are those of ``language`` (None: as ``language_id`` tells it). ``head_revision``:
+    the Memory head's revision as the caller just read it (0: none), if it did: cached Memory
+    figures of another head are counted again before the statement runs, not after. The third value:
     each query term's document frequency in the Memory index at the revision the Memory hits
     cite, where the engine counted them to rank (None: it did not, or no Memory hit)."""
     told = language_id.identify(query) if language is None else language
@@ -202,6 +208,10 @@ def _search(
     ranks_memory = any(ranked is _MEMORY_QUERY for ranked, _ in wanted)
     for attempt in range(3):
         figures = db.memory_statistics(scope_id) if ranks_memory else None
+        if attempt == 0 and figures is not None and head_revision is not None:
+            if (figures.head[1] if figures.head is not None else 0) != head_revision:
+                bm25.forget(scope_id)  # a write since they were counted: count them now
+                figures = db.memory_statistics(scope_id)
         params: list[Any] = []
         for ranked, limit in wanted:
             params.extend(ranked.params(db, scope_id, tokens, limit, figures))
@@ -253,8 +263,19 @@ def search_context(
 
 
 def search_context_counted(
-    scope_id: str, query: str, *, memory_limit: int, experience_limit: int
+    scope_id: str,
+    query: str,
+    *,
+    memory_limit: int,
+    experience_limit: int,
+    head_revision: int | None = None,
 ) -> tuple[list[MemoryHit], list[ExperienceHit], dict[str, int] | None]:
     """``search_context`` and the query terms' Memory document frequencies its statement counted
-    (``_search``): prepare's reranking needs them and need not count them again."""
-    return _search(scope_id, query, [(_MEMORY_QUERY, memory_limit), (_EXPERIENCE_QUERY, experience_limit)])
+    (``_search``): prepare's reranking needs them and need not count them again.
+    ``head_revision``: as ``_search``."""
+    return _search(
+        scope_id,
+        query,
+        [(_MEMORY_QUERY, memory_limit), (_EXPERIENCE_QUERY, experience_limit)],
+        head_revision=head_revision,
+    )

@@ -119,15 +119,21 @@ def one_head_rankings(
     terms' Memory document frequencies at the full-text ranking's head where its statement
     counted them (``search_context_counted``)."""
     experience_depth = max(experience_limit, FUSION_DEPTH)
-    # Both families' vector freshness in one statement, read on the first try where the Memory
-    # ranking read its head: the Experience key it holds serves the Experience ranking below
-    # (which read it itself a moment later before); a retry reads the Memory head again.
+    # Both families' vector freshness in one statement, read on the first try before the Memory
+    # ranking: the Experience key it holds serves the Experience ranking below (which read it
+    # itself a moment later before), and its Memory head tells the full-text ranking whether its
+    # cached figures are the head's (after a write they are counted before ranking, not after
+    # a first ranking with the old ones); a retry reads the Memory head again.
     first: ScopeState | None = None
     for attempt in range(3):
-        lexical, experience, counted = search_context_counted(
-            scope_id, query, memory_limit=lexical_depth, experience_limit=experience_depth
-        )
         state = vector_state(scope_id) if attempt == 0 else None
+        lexical, experience, counted = search_context_counted(
+            scope_id,
+            query,
+            memory_limit=lexical_depth,
+            experience_limit=experience_depth,
+            head_revision=state.revision if state is not None else None,
+        )
         first = first or state
         semantic = vector_search_memory(scope_id, query, vector_depth, state)
         consistent = len({row.revision for row in (*lexical, *semantic)}) <= 1

@@ -24,7 +24,7 @@ from powercontext.core import models
 from powercontext.core.hits import MemoryHit
 from powercontext.search.fulltext import analyzer, bm25
 from powercontext.search.fulltext.engines import engine
-from powercontext.search.fulltext.indexes import MEMORY_INDEX
+from powercontext.search.fulltext.indexes import MEMORY_INDEX, TOTALS
 from powercontext.search.fulltext.queries import memory_hit
 from powercontext.search.vectors import queries
 from powercontext.search.vectors.vector_cache import ScopeLRU
@@ -39,6 +39,18 @@ _ORDER_SQL = (
     f" JOIN {models.Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
     f" AND a.family = '{models.MEMORY_FAMILY}' AND a.artifact_id = '{models.MEMORY_ARTIFACT_ID}'"
     f" WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' ORDER BY m.id"
+)
+# What changed in a scope's head since a revision (``_moved``): rows (kind, value) of the head's
+# revision (0), the memberships closed since (1), the active ones above an id (2), and the
+# index's documents (3).
+_MOVED_SQL = (
+    f"SELECT 0, a.current_revision FROM {models.Artifact._meta.db_table} a WHERE a.scope_id = %s"
+    f" AND a.family = '{models.MEMORY_FAMILY}' AND a.artifact_id = '{models.MEMORY_ARTIFACT_ID}'"
+    f" UNION ALL SELECT 1, m.id FROM {models.MemoryMembership._meta.db_table} m"
+    " WHERE m.scope_id = %s AND m.to_revision > %s"
+    f" UNION ALL SELECT 2, m.id FROM {models.MemoryMembership._meta.db_table} m"
+    " WHERE m.scope_id = %s AND m.to_revision IS NULL AND m.state = 'active' AND m.id > %s"
+    f" UNION ALL SELECT 3, t.documents FROM {TOTALS} t WHERE t.scope_id = %s"
 )
 _DOCS_SQL = (
     f"SELECT membership_id, length, terms FROM {models.MemorySearchDocument._meta.db_table}"
@@ -92,6 +104,11 @@ def head(scope_id: str, revision: int) -> Head | None:
     cached = _heads.get(scope_id)
     if cached is not None and cached.revision == revision:
         return cached
+    if cached is not None and cached.revision < revision and len(cached.ids):
+        found = _moved(scope_id, cached, revision)
+        if found is not None:
+            _heads.put(scope_id, found)
+            return found
     with connection.cursor() as cursor:
         cursor.execute(_ORDER_SQL, [scope_id])
         rows = cursor.fetchall()
@@ -101,6 +118,33 @@ def head(scope_id: str, revision: int) -> Head | None:
     found = Head(revision, ids, size=ids.nbytes + sys.getsizeof(revision))
     _heads.put(scope_id, found)
     return found
+
+
+def _moved(scope_id: str, cached: Head, revision: int) -> Head | None:
+    """The head at ``revision`` from the ``cached`` earlier one by what changed since, read by one
+    statement: the memberships closed since (``to_revision`` after the cached revision) leave,
+    the active ones added since join (ids above the cached ones: a scope's memberships are
+    written under its head's lock, so in id order). None, to read the whole head instead, when
+    the head is not at ``revision`` or the result does not hold as many entries as the index
+    has rows (the index's totals: a drifted index, or ids out of order)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _MOVED_SQL, [scope_id, scope_id, cached.revision, scope_id, int(cached.ids[-1]), scope_id]
+        )
+        rows = cursor.fetchall()
+    heads = [value for kind, value in rows if kind == 0]
+    if heads != [revision]:
+        return None
+    closed = np.asarray([value for kind, value in rows if kind == 1], dtype=np.int64)
+    opened = np.sort(np.asarray([value for kind, value in rows if kind == 2], dtype=np.int64))
+    ids = np.concatenate([cached.ids[~np.isin(cached.ids, closed)] if len(closed) else cached.ids, opened])
+    if [len(ids)] != [value for kind, value in rows if kind == 3]:
+        return None
+    gone = set(closed.tolist())
+    with _lock:  # the index rows of memberships still active are still theirs
+        docs = {pk: doc for pk, doc in cached.docs.items() if pk not in gone}
+    size = ids.nbytes + sys.getsizeof(revision) + sum(_doc_size(doc) for doc in docs.values())
+    return Head(revision, ids, docs, size=size)
 
 
 def _grown(scope_id: str, known: Head, added: int) -> None:
