@@ -59,3 +59,39 @@ def test_a_file_that_is_not_a_locomo_file_is_a_clear_error(tmp_path: Path) -> No
         call_command(
             "bench_scale", "--entries", "3", "--locomo", str(tmp_path / "missing.json"), stdout=StringIO()
         )
+
+
+@pytest.mark.django_db
+def test_the_after_write_section_writes_between_prepares_and_reports_each_kind(
+    embeddings: Any, tmp_path: Path
+) -> None:
+    from powercontext.memory.services import memory_remember
+
+    for n in range(5):
+        memory_remember(scope_id="after", kind="note", text=f"note {n} about the boat and the lake")
+    report = tmp_path / "report.json"
+    call_command(
+        "bench_scale",
+        "--sections",
+        "after_write",
+        "--scope",
+        "after",
+        "--rounds",
+        "3",
+        "--json",
+        str(report),
+        stdout=StringIO(),
+    )
+    result = json.loads(report.read_text())["after_write"]
+    assert (result["entries"], result["rounds"]) == (8, 3)  # five, and one remember a round
+    for kind in (
+        "prepare_without_writes",
+        "prepare_first_after_write",
+        "prepare_second_after_write",
+        "remember",
+    ):
+        assert 0 < result[kind]["p50_ms"] <= result[kind]["p95_ms"], kind
+    with pytest.raises(CommandError, match="needs --scope"):
+        call_command("bench_scale", "--sections", "after_write", stdout=StringIO())
+    with pytest.raises(CommandError, match="no active entries"):
+        call_command("bench_scale", "--sections", "after_write", "--scope", "empty", stdout=StringIO())

@@ -330,8 +330,8 @@ def test_by_words_alone_the_scope_s_totals_are_counted_once_per_head_and_the_sta
     None
 ):
     """Without the model (and for every prompt the model cannot read) the lexical shares are
-    weighed in the selection: the scope's totals (reading every index row of the scope) are
-    counted once per Memory head, and on PostgreSQL the document frequencies come with the
+    weighed in the selection: the scope's totals (one row kept by triggers) are read once per
+    Memory head, and on PostgreSQL the document frequencies come with the
     ranked read. The shares are those of figures counted afresh."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -354,7 +354,7 @@ def test_by_words_alone_the_scope_s_totals_are_counted_once_per_head_and_the_sta
             context_candidates(scope_id="weighed", query=query, memory_limit=16, experience_limit=8)
         return [entry["sql"] for entry in captured.captured_queries]
 
-    totals = "avg(length)"  # the statement of the scope's totals
+    totals = "total_length"  # the statement of the scope's totals
     assert not any(totals in sql for sql in statements())  # kept for this head
     memory_remember(scope_id="weighed", kind="note", text="Celery retries failed tasks three times.")
     after_write = statements()

@@ -387,3 +387,58 @@ def bench_fleet(
         result["peak_rss_max_mib"] = max(worker["VmHWM"] for worker in workers)
     out(str({"fleet": result}))
     return result
+
+
+def bench_after_write(scope_id: str, rounds: int, out: Callable[[str], None]) -> dict[str, Any]:
+    """Writing and preparing in turn on an existing scope, in process (an agent that remembers
+    between turns): ``rounds`` hybrid prepares with no write between them, then ``rounds`` times
+    a remember followed by two prepares — the first after the write (the caches of the scope
+    catch up with it) and the next (the write's vector has usually arrived by then: they catch
+    up again). New prompts throughout, their embeddings computed beforehand, so the figures are
+    the search's; this process's embedder embeds the new notes meanwhile, as a server's does.
+    p50 / p95 of each (ms), and of the remembers."""
+    from powercontext.memory.services import memory_remember
+    from powercontext.prepare.application import PrepareRequest, ScopedContextApplication
+
+    if not MemoryMembership.objects.filter(scope_id=scope_id, to_revision__isnull=True).exists():
+        raise ValueError("the scope has no active entries: seed it first")
+    app = ScopedContextApplication()
+    corpus, notes = Corpus(seed=7), Corpus(seed=time.time_ns() % 1_000_000)
+    queries = [corpus.query() for _ in range(3 * rounds + 1)]
+    model = embedding.embedder()
+    if model is not None:
+        for query in queries:
+            model.embed_query(query)
+
+    def prepare(query: str) -> float:
+        start = time.perf_counter()
+        app.prepare(PrepareRequest(scope_id=scope_id, query=query))
+        return (time.perf_counter() - start) * 1000
+
+    prepare(queries.pop())  # the scope's caches read once, as a server's warm-up does
+    steady = [prepare(queries.pop()) for _ in range(rounds)]
+    first, second, remembers = [], [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        memory_remember(scope_id=scope_id, kind="note", text=notes.note())
+        remembers.append((time.perf_counter() - start) * 1000)
+        first.append(prepare(queries.pop()))
+        second.append(prepare(queries.pop()))
+
+    def summary(samples: list[float]) -> dict[str, float]:
+        return {
+            "p50_ms": round(statistics.median(samples), 2),
+            "p95_ms": round(percentile(samples, 0.95), 2),
+        }
+
+    result = {
+        "entries": active_entries(scope_id),
+        "rounds": rounds,
+        "prepare_without_writes": summary(steady),
+        "prepare_first_after_write": summary(first),
+        "prepare_second_after_write": summary(second),
+        "remember": summary(remembers),
+        "load_average": load_average(),
+    }
+    out(str(result))
+    return result

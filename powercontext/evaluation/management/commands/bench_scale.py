@@ -30,6 +30,11 @@ worker's resident memory now and at its peak, with the bytes the caches hold. Wi
 ``--fleet-copies`` only the first scope is seeded and embedded; the others are SQL
 copies of it (``powercontext.evaluation.bench.scope_copy``), so 1,000 scopes take minutes.
 
+``--sections after_write --scope NAME`` (an existing scope, e.g. one the prepare section seeded
+and embedded): in process, ``--rounds`` hybrid prepares with no write between them, then
+``--rounds`` times a remember followed by two prepares (the first after the write, and the
+next): p50 / p95 of each and of the remembers (``bench_after_write``).
+
 Writes fresh scopes (``scale-…``): use a throwaway database (scripts/bench.sh's way: migrate,
 flush, then run with ``CELERY_BROKER_URL`` unset so that the embedder is this process's thread).
 """
@@ -46,6 +51,7 @@ from django.db import connection
 
 from powercontext.evaluation.bench.common import load_average
 from powercontext.evaluation.bench.scale import (
+    bench_after_write,
     bench_catch_up,
     bench_fleet,
     bench_prepare_sizes,
@@ -78,7 +84,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--sections", default="catch_up", help="comma-separated: catch_up, threads, prepare, fleet"
+            "--sections",
+            default="catch_up",
+            help="comma-separated: catch_up, threads, prepare, fleet, after_write",
         )
         parser.add_argument("--entries", type=int, default=10000, help="notes written for the catch-up")
         parser.add_argument(
@@ -86,7 +94,10 @@ class Command(BaseCommand):
             help="catch_up section: take the notes from this LoCoMo-format file's turns (in turn, numbered"
             " when they start again) instead of the synthetic corpus",
         )
-        parser.add_argument("--rounds", type=int, default=4, help="threads section: interleaved rounds")
+        parser.add_argument(
+            "--rounds", type=int, default=4, help="threads section: interleaved rounds; after_write: rounds"
+        )
+        parser.add_argument("--scope", help="after_write section: the existing scope to write and prepare in")
         parser.add_argument(
             "--round-entries", type=int, default=400, help="threads section: entries per mode and round"
         )
@@ -128,6 +139,15 @@ class Command(BaseCommand):
                 options["samples"],
                 self.stdout.write,
             )
+        if "after_write" in sections:
+            if not options["scope"]:
+                raise CommandError("--sections after_write needs --scope")
+            try:
+                results["after_write"] = bench_after_write(
+                    options["scope"], options["rounds"], self.stdout.write
+                )
+            except ValueError as exc:
+                raise CommandError(f"--sections after_write: {exc}") from exc
         if "fleet" in sections:
             if not options["url"]:
                 raise CommandError("--sections fleet needs --url")
