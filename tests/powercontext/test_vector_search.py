@@ -434,7 +434,9 @@ def hit_reads(captured: Any) -> int:
     return sum(
         1
         for query in captured.captured_queries
-        if "a.current_revision" in query["sql"] and "v.text" in query["sql"] and "m.id IN" in query["sql"]
+        if "a.current_revision" in query["sql"]
+        and "v.text" in query["sql"]
+        and ("m.id IN" in query["sql"] or "m.id = ANY" in query["sql"])
     )
 
 

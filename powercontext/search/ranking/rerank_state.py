@@ -22,6 +22,7 @@ from django.db import connection
 
 from powercontext.core import models
 from powercontext.core.hits import MemoryHit
+from powercontext.core.sql import one_of
 from powercontext.search.fulltext import analyzer, bm25
 from powercontext.search.fulltext.engines import engine
 from powercontext.search.fulltext.indexes import MEMORY_INDEX, TOTALS
@@ -53,8 +54,7 @@ _MOVED_SQL = (
     f" UNION ALL SELECT 3, t.documents FROM {TOTALS} t WHERE t.scope_id = %s"
 )
 _DOCS_SQL = (
-    f"SELECT membership_id, length, terms FROM {models.MemorySearchDocument._meta.db_table}"
-    f" WHERE membership_id IN ({{ids}})"
+    f"SELECT membership_id, length, terms FROM {models.MemorySearchDocument._meta.db_table} WHERE {{ids}}"
 )
 # Hits as ``vectors.queries.read_hits`` reads them, with their index rows. The scope is compared
 # as an expression: SQLite would otherwise walk the scope's whole head by its (scope, to_revision)
@@ -67,7 +67,7 @@ _ROWS_SQL = (
     f" JOIN {models.Artifact._meta.db_table} a ON a.scope_id = m.scope_id"
     f" AND a.family = '{models.MEMORY_FAMILY}' AND a.artifact_id = '{models.MEMORY_ARTIFACT_ID}'"
     f" LEFT JOIN {models.MemorySearchDocument._meta.db_table} d ON d.membership_id = m.id"
-    f" WHERE m.id IN ({{ids}}) AND m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'"
+    f" WHERE {{ids}} AND m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'"
 )
 
 Document = tuple[int, str]  # an index row: (length in terms, stored terms)
@@ -191,7 +191,8 @@ def read_rows(
     if not wanted:
         return kept, {}
     with connection.cursor() as cursor:
-        cursor.execute(_ROWS_SQL.format(ids=", ".join(["%s"] * len(wanted))), [*wanted, scope_id])
+        ids, params = one_of("m.id", wanted)
+        cursor.execute(_ROWS_SQL.format(ids=ids), [*params, scope_id])
         found = cursor.fetchall()
     hits = [memory_hit(*row[:5], score=0.0, matched_by=("vector",)) for row in found]
     docs = {int(row[0]): (int(row[5]), str(row[6])) if row[5] is not None else None for row in found}
@@ -221,7 +222,8 @@ def index_counts(
     missing = [pk for pk in membership_ids if pk not in docs]
     if missing:
         with connection.cursor() as cursor:
-            cursor.execute(_DOCS_SQL.format(ids=", ".join(["%s"] * len(missing))), missing)
+            ids, params = one_of("membership_id", missing)
+            cursor.execute(_DOCS_SQL.format(ids=ids), params)
             found = {int(pk): (int(length), str(stored)) for pk, length, stored in cursor.fetchall()}
         docs.update(found)
         _keep(scope_id, known, found)

@@ -31,6 +31,7 @@ from django.db import connection
 from powercontext.core.families import MEMORY_ARTIFACT_ID, Family
 from powercontext.core.hits import ExperienceHit, MemoryHit
 from powercontext.core.models import Artifact, MemoryEntry, MemoryEntryVersion, MemoryMembership
+from powercontext.core.sql import one_of
 from powercontext.search.fulltext.queries import memory_hit
 from powercontext.search.vectors import embedding, vector_inprocess
 from powercontext.search.vectors.vector_cache import ScopeLRU
@@ -46,7 +47,7 @@ _HITS_SQL = (
     # whole head by (scope, to_revision) to find the ids instead of looking each one up. The
     # head is found by the scope itself (its unique key), not through ``m``.
     f" WHERE m.scope_id || '' = %s AND m.to_revision IS NULL AND m.state = 'active'"
-    f" AND m.id IN ({{ids}})"
+    f" AND {{ids}}"
 )
 
 
@@ -89,9 +90,8 @@ def _read_hits(
     wanted = [pk for pk, _ in ranked if pk not in found]
     if wanted:
         with connection.cursor() as cursor:
-            cursor.execute(
-                _HITS_SQL.format(ids=", ".join(["%s"] * len(wanted))), [scope_id, scope_id, *wanted]
-            )
+            ids, params = one_of("m.id", wanted)
+            cursor.execute(_HITS_SQL.format(ids=ids), [scope_id, scope_id, *params])
             read = {row[0]: tuple(row) for row in cursor.fetchall()}
         found.update(read)
         if revision is not None:

@@ -48,6 +48,7 @@ from powercontext.core.models import (
     MemoryEntryVector,
     MemoryMembership,
 )
+from powercontext.core.sql import one_of
 from powercontext.search.fulltext.queries import experience_row
 from powercontext.search.vectors import embedding, shortlist
 from powercontext.search.vectors.vector_cache import ScopeLRU, nbytes
@@ -461,7 +462,7 @@ _IDS_AGGREGATE = {
 _EXPERIENCE_HITS_SQL = (
     f"SELECT a.id, a.current_revision, r.content FROM {Artifact._meta.db_table} a"
     f" JOIN {ArtifactRevision._meta.db_table} r ON r.head_id = a.id AND r.revision = a.current_revision"
-    f" WHERE a.scope_id = %s AND a.recallable AND a.id IN ({{pks}})"
+    " WHERE a.scope_id = %s AND a.recallable AND {pks}"
 )
 _EXPERIENCE_ROWS_SQL = (
     f"SELECT x.id, x.head_id, x.revision, x.model, a.artifact_id, x.vector"
@@ -479,9 +480,10 @@ def _key_and_hits(scope_id: str, pks: Sequence[int]) -> tuple[str, _Hits]:
     sql = _EXPERIENCE_KEY_SQL.format(ids=_IDS_AGGREGATE[connection.vendor])
     params: list[Any] = [scope_id]
     if pks:
-        hits = _EXPERIENCE_HITS_SQL.format(pks=", ".join(["%s"] * len(pks)))
+        condition, listed = one_of("a.id", pks)
+        hits = _EXPERIENCE_HITS_SQL.format(pks=condition)
         sql = f"SELECT k.ids, NULL, NULL, NULL FROM ({sql}) k UNION ALL SELECT NULL, h.* FROM ({hits}) h"
-        params = [scope_id, scope_id, *pks]
+        params = [scope_id, scope_id, *listed]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -500,7 +502,8 @@ def _key_ids(text: str) -> tuple[int, ...]:
 
 def _hits(scope_id: str, pks: Sequence[int]) -> _Hits:
     with connection.cursor() as cursor:
-        cursor.execute(_EXPERIENCE_HITS_SQL.format(pks=", ".join(["%s"] * len(pks))), [scope_id, *pks])
+        condition, listed = one_of("a.id", pks)
+        cursor.execute(_EXPERIENCE_HITS_SQL.format(pks=condition), [scope_id, *listed])
         return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
 
 
@@ -563,11 +566,8 @@ def _read_experience(
         if cached is not None and len(added) <= _DELTA_MAX:
             rows: list[Any] = []
             if added:
-                placeholders = ", ".join(["%s"] * len(added))
-                cursor.execute(
-                    _EXPERIENCE_ROWS_SQL + f" AND x.id IN ({placeholders}) ORDER BY x.id",
-                    [scope_id, *added],
-                )
+                condition, listed = one_of("x.id", added)
+                cursor.execute(_EXPERIENCE_ROWS_SQL + f" AND {condition} ORDER BY x.id", [scope_id, *listed])
                 rows = cursor.fetchall()
             loaded = _experience_entry(model_id, _without(cached, set(cached.key) - set(key)), rows)
         else:
