@@ -37,7 +37,7 @@ class Agents:
     def __init__(self, count: int = 2, pause: float = 0.0) -> None:
         self.pause = pause
         self.stop = threading.Event()
-        self.writes = 0
+        self.counts = [0] * count  # writes returned, per agent (each agent sets its own)
         self.errors: list[BaseException] = []
         self.acknowledged: list[tuple[str, str]] = []  # (scope, text) of every write that returned
         self.threads = [threading.Thread(target=self._run, args=(n,)) for n in range(count)]
@@ -62,12 +62,18 @@ class Agents:
                         memory_services.memory_retire(scope_id=scope, citation=citation_of(revised))
                         self.acknowledged.remove((scope, text + " (revised)"))
                 i += 1
-                self.writes = i
+                self.counts[n] = i
                 _pace.wait(self.pause)
         except BaseException as exc:  # asserted by the test
             self.errors.append(exc)
         finally:
             connections.close_all()
+
+    @property
+    def writes(self) -> int:
+        """Writes returned so far, all agents together (one shared counter set by each agent
+        to its own count went backwards whenever the other agent was behind)."""
+        return sum(self.counts)
 
     def __enter__(self) -> Agents:
         for thread in self.threads:
@@ -118,9 +124,27 @@ def _wait_for_writes(agents: Agents, count: int) -> None:
         _pace.wait(0.01)
 
 
+def _totals_differences() -> list[tuple[Any, ...]]:
+    """Each scope whose kept Memory totals differ from its index rows: (scope, kept, counted)."""
+    from django.db import connection
+
+    from powercontext.search.fulltext.indexes import TOTALS
+
+    docs = MemorySearchDocument._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COALESCE(t.scope_id, d.scope_id), t.documents, t.total_length, d.n, d.total"
+            f" FROM {TOTALS} t FULL JOIN (SELECT scope_id, count(*) AS n, sum(length) AS total"
+            f" FROM {docs} GROUP BY scope_id) d ON d.scope_id = t.scope_id"
+            " WHERE t.documents IS DISTINCT FROM d.n OR t.total_length IS DISTINCT FROM d.total"
+        )
+        return [row for row in cursor.fetchall() if row[1] or row[3]]
+
+
 def _assert_index_complete(agents: Agents) -> None:
     report = search.verify_index()
     assert (report.missing, report.extra, report.mismatched) == (0, 0, 0), report.as_dict()
+    assert report.engine == [], _totals_differences()  # the engine's structures too: postings, totals
     for scope in {scope for scope, _ in agents.acknowledged}:
         _, entries = memory_list_entries(scope_id=scope)
         texts = {entry.text for entry in entries}

@@ -88,6 +88,12 @@ class Engine:
         expressions no index serves."""
         return dict(select), f"({top}) top JOIN {docs} d ON d.{key} = top.doc_key {joins} WHERE {where}"
 
+    def _hold_writers(self, cursor: Any, *tables: str) -> None:
+        """Before refilling ``tables`` (kept by triggers on the index rows) from the index rows:
+        make the writers whose triggers would change them wait until the caller's transaction
+        ends, so that the refill counts every row committed before it and none is counted twice.
+        Nothing here: SQLite's write transaction already excludes every other writer."""
+
     def frequencies(self, value: Any, count: int) -> list[int] | None:
         """The document frequency of each of the statement's ``count`` query tokens, in order,
         from a row's ``frequencies`` value; None when the engine does not count them."""
@@ -126,6 +132,7 @@ class Engine:
         Memory index's totals per scope."""
         if index is MEMORY_INDEX:
             with connection.cursor() as cursor:
+                self._hold_writers(cursor, TOTALS)
                 cursor.execute(f"DELETE FROM {TOTALS}")
                 cursor.execute(f"INSERT INTO {TOTALS} (scope_id, documents, total_length) {_EXPECTED_TOTALS}")
 
@@ -312,13 +319,24 @@ class PostgresEngine(Engine):
                     problems.append(f"{index.name}: {count} postings differ from the documents")
         return problems
 
+    def _hold_writers(self, cursor: Any, *tables: str) -> None:
+        # A writer's trigger changing a table now waits for this transaction; a writer whose
+        # trigger already changed one is waited for (and its rows are then seen). Without the
+        # lock a refill raced writers: a write committed between the delete and the insert was
+        # counted twice (postings), or its totals row collided with the insert's. The tables are
+        # locked in the order writers' triggers change them (trigger names: totals, then
+        # postings), so a writer and a refill never wait for each other in a circle.
+        cursor.execute(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE")
+
     def repair_engine(self, index: Index) -> None:
-        """Refill the Memory postings (and totals) from the documents (the caller's transaction)."""
-        super().repair_engine(index)
+        """Refill the Memory postings (and totals) from the documents (the caller's transaction).
+        Writers wait from the refill to the end of the caller's transaction."""
         if index is MEMORY_INDEX:
             with connection.cursor() as cursor:
+                self._hold_writers(cursor, TOTALS, POSTINGS)
                 cursor.execute(f"DELETE FROM {POSTINGS}")
                 cursor.execute(f"INSERT INTO {POSTINGS} (token, doc_key, tf, length) {_EXPECTED_POSTINGS}")
+        super().repair_engine(index)
 
 
 # The query's tokens, numbered from 1 in order: (term, i).
