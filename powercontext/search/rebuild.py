@@ -52,6 +52,7 @@ def _rebuild_scope(index: Index, scope: str, db: Engine, progress: Callable[[int
             written += len(batch)
             if progress:
                 progress(len(batch))
+        db.settle_scope(index, scope)
     return written
 
 
@@ -82,7 +83,13 @@ def rebuild_index(*, scope_id: str | None = None, progress: Callable[[int], None
                 # again here, by the delete itself: a scope an agent created during the rebuild
                 # keeps its rows.
                 index.model._default_manager.exclude(scope_id__in=index.scopes()).delete()
-                db.repair_engine(index)
+            # Every scope's rows were written again, and the engine's structures with them (by
+            # triggers, each scope's totals settled): refilled as a whole only if they still
+            # differ (rows the engine kept for rows long gone). A refill holds writers back
+            # (``Engine.repair_engine``), so it is not done when nothing needs it.
+            if db.engine_problems(index):
+                with transaction.atomic():
+                    db.repair_engine(index)
     bm25.clear_cache()
     return written
 

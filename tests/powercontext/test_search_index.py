@@ -253,3 +253,17 @@ def test_the_memory_totals_follow_every_write_are_read_by_bm25_and_drift_is_repa
     search.verify_index(repair=True)
     assert search.verify_index().ok
     assert _totals() == (counted, counted)
+
+    # A full rebuild converges too: a drifted scope's totals are set from its rows again, and
+    # totals of a scope without rows (kept for rows long gone) are refilled away.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {engines.TOTALS} SET total_length = total_length + 7 WHERE scope_id = 'Alpha'"
+        )
+        cursor.execute(f"INSERT INTO {engines.TOTALS} VALUES ('gone', 3, 30)")
+    search.rebuild_index()
+    assert _totals() == (counted, counted) and search.verify_index().ok
+    with connection.cursor() as cursor:  # a scope's rebuild alone settles that scope's totals
+        cursor.execute(f"UPDATE {engines.TOTALS} SET documents = documents + 2 WHERE scope_id = 'alpha'")
+    search.rebuild_index(scope_id="alpha")
+    assert _totals() == (counted, counted)

@@ -88,6 +88,14 @@ class Engine:
         expressions no index serves."""
         return dict(select), f"({top}) top JOIN {docs} d ON d.{key} = top.doc_key {joins} WHERE {where}"
 
+    def settle_scope(self, index: Index, scope_id: str) -> None:
+        """After a scope's index rows were written again while its writers wait (``rebuild``):
+        set what the engine keeps for the scope as a whole from those rows — the Memory totals,
+        which triggers keep by differences and so would keep any earlier drift."""
+        if index is MEMORY_INDEX:
+            with connection.cursor() as cursor:
+                cursor.execute(_SETTLE_TOTALS, [scope_id, scope_id])
+
     def _hold_writers(self, cursor: Any, *tables: str) -> None:
         """Before refilling ``tables`` (kept by triggers on the index rows) from the index rows:
         make the writers whose triggers would change them wait until the caller's transaction
@@ -353,6 +361,13 @@ _STORED_POSTINGS = f"SELECT token, doc_key, tf, length FROM {POSTINGS}"
 # went keeps a row of zeros).
 _EXPECTED_TOTALS = (
     f"SELECT scope_id, count(*), sum(length) FROM {MEMORY_INDEX.model._meta.db_table} GROUP BY scope_id"
+)
+# One scope's totals set from its index rows (a row of zeros when it has none).
+_SETTLE_TOTALS = (
+    f"INSERT INTO {TOTALS} (scope_id, documents, total_length)"
+    f" SELECT %s, count(*), COALESCE(sum(length), 0) FROM {MEMORY_INDEX.model._meta.db_table}"
+    " WHERE scope_id = %s ON CONFLICT (scope_id) DO UPDATE"
+    " SET documents = excluded.documents, total_length = excluded.total_length"
 )
 _STORED_TOTALS = (
     f"SELECT scope_id, documents, total_length FROM {TOTALS} WHERE documents <> 0 OR total_length <> 0"
