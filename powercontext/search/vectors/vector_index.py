@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
 from django.db import OperationalError, transaction
+from django.db.models import Exists, OuterRef
 
 from powercontext.core.models import (
     MEMORY_ARTIFACT_ID,
@@ -216,21 +217,35 @@ def _missing_experience(scope_id: str | None) -> Any:
     return heads.filter(scope_id=scope_id) if scope_id is not None else heads
 
 
+def _memory_gaps(scope_id: str | None) -> Any:
+    """Active memberships whose entry version has no vector row (of any model): an anti-join of
+    the memberships on the vectors' one-to-one column, nothing else read. Joining the versions
+    first (the ORM's way through ``entry_version__vector``) read every active version's row, text
+    included, to keep the few without a vector: at 100,000 entries ~0.55 s on PostgreSQL (~0.1 s
+    on SQLite) for each call, and the embedder calls this twice per write."""
+    gaps = MemoryMembership.objects.filter(
+        ~Exists(MemoryEntryVector.objects.filter(entry_version_id=OuterRef("entry_version_id"))),
+        to_revision__isnull=True,
+        state=MemoryMembership.State.ACTIVE,
+    )
+    return gaps.filter(scope_id=scope_id) if scope_id is not None else gaps
+
+
 def missing_vectors(scope_id: str | None, limit: int) -> list[VectorWork]:
     """Up to ``limit`` work items with no vector row, oldest first: entry versions active in
-    their head, then recallable Experience heads — what the after-commit embedder
-    still has to do (anti-joins on the one-to-one vectors, so the cost follows the gap)."""
-    rows = MemoryMembership.objects.filter(
-        to_revision__isnull=True, state=MemoryMembership.State.ACTIVE, entry_version__vector__isnull=True
+    their head, then recallable Experience heads — what the after-commit embedder still has to
+    do. The gap's version ids are found first (``_memory_gaps``: indexes only, no text), then
+    the texts of those alone."""
+    ids = list(
+        _memory_gaps(scope_id).order_by("entry_version_id").values_list("entry_version_id", flat=True)[:limit]
     )
-    if scope_id is not None:
-        rows = rows.filter(scope_id=scope_id)
-    items = [
-        VectorWork(int(pk), str(scope), str(text))
-        for pk, scope, text in rows.order_by("entry_version_id").values_list(
-            "entry_version_id", "scope_id", "entry_version__text"
-        )[:limit]
-    ]
+    texts = {
+        pk: (scope, text)
+        for pk, scope, text in MemoryEntryVersion.objects.filter(pk__in=ids).values_list(
+            "pk", "scope_id", "text"
+        )
+    }
+    items = [VectorWork(int(pk), str(texts[pk][0]), str(texts[pk][1])) for pk in ids]
     if len(items) < limit:
         items.extend(
             VectorWork(int(pk), str(scope), str(text), experience=True)
@@ -256,14 +271,8 @@ def scopes_missing_vectors() -> list[str]:
     """Scopes with at least one active entry version or recallable Experience head that has
     no vector row."""
     return sorted(
-        set(
-            MemoryMembership.objects.filter(
-                to_revision__isnull=True,
-                state=MemoryMembership.State.ACTIVE,
-                entry_version__vector__isnull=True,
-            ).values_list("scope_id", flat=True)
-        )
-        | set(_missing_experience(None).values_list("scope_id", flat=True))
+        set(_memory_gaps(None).values_list("scope_id", flat=True).distinct())
+        | set(_missing_experience(None).values_list("scope_id", flat=True).distinct())
     )
 
 
