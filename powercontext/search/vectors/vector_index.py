@@ -245,7 +245,8 @@ def missing_vectors(scope_id: str | None, limit: int) -> list[VectorWork]:
             "pk", "scope_id", "text"
         )
     }
-    items = [VectorWork(int(pk), str(texts[pk][0]), str(texts[pk][1])) for pk in ids]
+    # (a version is never deleted but with its whole database: a flush between the two reads)
+    items = [VectorWork(int(pk), str(texts[pk][0]), str(texts[pk][1])) for pk in ids if pk in texts]
     if len(items) < limit:
         items.extend(
             VectorWork(int(pk), str(scope), str(text), experience=True)
